@@ -1,0 +1,25 @@
+// Jest runs the TypeScript sources as ES modules (client-node is ESM only): ts-jest's ESM preset,
+// with `node --experimental-vm-modules` set by the npm scripts.
+const esm = {
+  preset: 'ts-jest/presets/default-esm',
+  testEnvironment: 'node',
+  extensionsToTreatAsEsm: ['.ts'],
+  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  transform: { '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json' }] },
+};
+
+/** @type {import('jest').Config} */
+export default {
+  projects: [
+    { ...esm, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
+    {
+      ...esm,
+      displayName: 'integration',
+      testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
+      globalSetup: '<rootDir>/test/integration/global-setup.ts',
+      globalTeardown: '<rootDir>/test/integration/global-teardown.ts',
+      testTimeout: 180_000,
+      slowTestThreshold: 60,
+    },
+  ],
+};

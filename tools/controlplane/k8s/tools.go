@@ -1,0 +1,10 @@
+//go:build tools
+
+// Keeps the binaries' main packages in go.mod/go.sum so `go mod tidy` pins all they need.
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+)
