@@ -1,0 +1,149 @@
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import { AppKind, DEFAULT_MAX_SIZE } from './appkind.js';
+
+/** A configuration mistake, with the setting that is wrong and how to fix it in the message. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+/** Environment variables that declare one kind, as in the original walkthrough. */
+export const KIND_VARIABLES = ['GROUPNAME', 'VERSION', 'CRKIND', 'IMAGENAME', 'CLUSTERPORT', 'APPNAME'] as const;
+
+/** The sample kind of the walkthrough, used when nothing is configured. */
+export const SAMPLE_KIND: AppKind = {
+  group: 'swallowlab.com',
+  version: 'v1alpha1',
+  kind: 'EchoFlask',
+  plural: 'echoflasks',
+  image: 'takeyan/flask:0.0.3',
+  port: 5000,
+  appName: 'echoflask',
+};
+
+const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+const KIND = /^[A-Z][A-Za-z0-9]{0,62}$/;
+const VERSION = /^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$/;
+
+type Raw = Partial<Record<keyof AppKind, unknown>>;
+
+/**
+ * Checks one kind and fills in derived fields (plural, appName). `where` names the source of the
+ * settings (e.g. "environment" or "kinds[1] in appkind.yaml") so the message points at it.
+ */
+export function validateAppKind(raw: Raw, where: string, names: Partial<Record<keyof AppKind, string>> = {}): AppKind {
+  const label = (field: keyof AppKind) => names[field] ?? field;
+  const fail = (field: keyof AppKind, problem: string, fix: string): never => {
+    throw new ConfigError(`${where}: ${label(field)} ${problem}; ${fix}`);
+  };
+  const str = (field: keyof AppKind, required: boolean): string | undefined => {
+    const v = raw[field];
+    if (v === undefined || v === null || v === '') {
+      if (required) fail(field, 'is not set', `set ${label(field)}`);
+      return undefined;
+    }
+    if (typeof v !== 'string') fail(field, `must be a string, got ${JSON.stringify(v)}`, `quote the value of ${label(field)}`);
+    return v as string;
+  };
+  const int = (field: keyof AppKind, min: number, max: number): number | undefined => {
+    const v = raw[field];
+    if (v === undefined || v === null || v === '') return undefined;
+    const n = typeof v === 'number' ? v : typeof v === 'string' && /^[0-9]+$/.test(v.trim()) ? Number(v) : NaN;
+    if (!Number.isInteger(n) || n < min || n > max) {
+      fail(field, `is ${JSON.stringify(v)}, not an integer from ${min} to ${max}`, `set ${label(field)} to a number in that range`);
+    }
+    return n;
+  };
+
+  const group = str('group', true)!;
+  if (!DNS_SUBDOMAIN.test(group) || !group.includes('.')) {
+    fail('group', `"${group}" is not a DNS subdomain with a dot (like example.com)`, 'use lower-case letters, digits, "-" and "." such as "swallowlab.com"');
+  }
+  const version = str('version', true)!;
+  if (!VERSION.test(version)) fail('version', `"${version}" is not a Kubernetes API version`, 'use a form like v1, v1alpha1 or v2beta3');
+  const kind = str('kind', true)!;
+  if (!KIND.test(kind)) fail('kind', `"${kind}" is not a valid Kind`, 'use UpperCamelCase letters and digits starting with a capital, such as "EchoFlask"');
+  const image = str('image', true)!;
+  if (/\s/.test(image)) fail('image', `"${image}" contains white space`, 'give an image reference such as "nginx:1.27"');
+  const port = int('port', 1, 65535);
+  if (port === undefined) fail('port', 'is not set', `set ${label('port')} to the container port, 1-65535`);
+  const plural = str('plural', false) ?? `${kind.toLowerCase()}s`;
+  if (!DNS_LABEL.test(plural)) fail('plural', `"${plural}" is not a lower-case DNS label`, 'use lower-case letters, digits and "-"');
+  const appName = str('appName', false) ?? kind.toLowerCase();
+  if (!DNS_LABEL.test(appName)) fail('appName', `"${appName}" is not a lower-case DNS label`, 'use lower-case letters, digits and "-", such as "echoflask"');
+  const maxSize = int('maxSize', 0, 100_000) ?? DEFAULT_MAX_SIZE;
+  return { group, version, kind, plural, image, port: port!, appName, maxSize };
+}
+
+/**
+ * The kind declared by the walkthrough's six variables, or undefined when none of them is set.
+ * A GROUPNAME without a dot gets `.com` appended (or `.${DOMAIN}`), as the walkthrough did.
+ */
+export function kindFromEnv(env: NodeJS.ProcessEnv): AppKind | undefined {
+  const set = KIND_VARIABLES.filter((v) => env[v] !== undefined && env[v] !== '');
+  if (set.length === 0) return undefined;
+  const missing = KIND_VARIABLES.filter((v) => !set.includes(v));
+  if (missing.length > 0) {
+    throw new ConfigError(`environment: ${set.join(', ')} set but ${missing.join(', ')} missing; set all six of ${KIND_VARIABLES.join(', ')} (or none, and use APPKIND_CONFIG)`);
+  }
+  const groupName = env.GROUPNAME!;
+  const group = groupName.includes('.') ? groupName : `${groupName}.${env.DOMAIN || 'com'}`;
+  return validateAppKind(
+    { group, version: env.VERSION, kind: env.CRKIND, image: env.IMAGENAME, port: env.CLUSTERPORT, appName: env.APPNAME, plural: env.PLURAL, maxSize: env.MAXSIZE },
+    'environment',
+    { group: 'GROUPNAME', version: 'VERSION', kind: 'CRKIND', image: 'IMAGENAME', port: 'CLUSTERPORT', appName: 'APPNAME', plural: 'PLURAL', maxSize: 'MAXSIZE' },
+  );
+}
+
+/** Kinds listed in a YAML or JSON config file: `kinds: [{group, version, kind, image, port, ...}]`. */
+export function kindsFromFile(path: string): AppKind[] {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (e) {
+    throw new ConfigError(`APPKIND_CONFIG: cannot read ${path} (${(e as Error).message}); point APPKIND_CONFIG at an existing YAML or JSON file`);
+  }
+  let doc: unknown;
+  try {
+    doc = parseYaml(text);
+  } catch (e) {
+    throw new ConfigError(`${path}: not valid YAML/JSON (${(e as Error).message})`);
+  }
+  return kindsFromDocument(doc, path);
+}
+
+/** Kinds from a parsed config document (file contents or the APPKIND_KINDS JSON). */
+export function kindsFromDocument(doc: unknown, where: string): AppKind[] {
+  const list = Array.isArray(doc) ? doc : (doc as { kinds?: unknown } | null)?.kinds;
+  if (!Array.isArray(list) || list.length === 0) {
+    throw new ConfigError(`${where}: no kinds; write "kinds:" followed by a list of {group, version, kind, image, port}`);
+  }
+  const kinds = list.map((k, i) => validateAppKind((k ?? {}) as Raw, `${where} kinds[${i}]`));
+  const seen = new Set<string>();
+  for (const k of kinds) {
+    const id = `${k.plural}.${k.group}`;
+    if (seen.has(id)) throw new ConfigError(`${where}: kind ${k.kind} (${id}) is listed twice; remove one`);
+    seen.add(id);
+  }
+  return kinds;
+}
+
+/**
+ * The configured kinds: APPKIND_CONFIG (a file), else APPKIND_KINDS (JSON, used by the in-cluster
+ * Deployment), else the six walkthrough variables, else the sample kind.
+ */
+export function loadAppKinds(env: NodeJS.ProcessEnv = process.env): AppKind[] {
+  if (env.APPKIND_CONFIG) return kindsFromFile(env.APPKIND_CONFIG);
+  if (env.APPKIND_KINDS) {
+    let doc: unknown;
+    try {
+      doc = JSON.parse(env.APPKIND_KINDS);
+    } catch (e) {
+      throw new ConfigError(`APPKIND_KINDS: not valid JSON (${(e as Error).message})`);
+    }
+    return kindsFromDocument(doc, 'APPKIND_KINDS');
+  }
+  const fromEnv = kindFromEnv(env);
+  return fromEnv ? [fromEnv] : [SAMPLE_KIND];
+}

@@ -1,0 +1,89 @@
+import { AppKind } from '../lib/appkind.js';
+import { ConfigError, loadAppKinds } from '../lib/config.js';
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+
+/** Everything the operator process is configured with; read from the environment (flags override). */
+export interface OperatorSettings {
+  /** App kinds this process serves. */
+  readonly kinds: AppKind[];
+  /** Namespaces to watch; empty means all namespaces. Env WATCH_NAMESPACE (comma-separated). */
+  readonly namespaces: string[];
+  /** Parallel reconciles. Env WORKERS. @default 2 */
+  readonly workers: number;
+  /** Server-side apply field manager. Env FIELD_MANAGER. @default "appkind-operator" */
+  readonly fieldManager: string;
+  /** Env LOG_LEVEL. @default "info" */
+  readonly logLevel: LogLevel;
+  /** Port for /metrics. Env METRICS_PORT; 0 picks a free port, -1 disables. @default 8080 */
+  readonly metricsPort: number;
+  /** Port for /healthz and /readyz. Env HEALTH_PORT; 0 picks a free port, -1 disables. @default 8081 */
+  readonly healthPort: number;
+  /** Leader election on a Lease. Env LEADER_ELECT. @default false (true in the install bundle) */
+  readonly leaderElect: boolean;
+  /** Lease name. Env LEASE_NAME. @default "appkind-operator" */
+  readonly leaseName: string;
+  /** Lease namespace. Env LEASE_NAMESPACE, else POD_NAMESPACE, else the in-cluster namespace, else "default". */
+  readonly leaseNamespace?: string;
+  /** Env LEASE_DURATION_SECONDS. @default 15 */
+  readonly leaseDurationSeconds: number;
+  /** Env RENEW_DEADLINE_SECONDS. @default 10 */
+  readonly renewDeadlineSeconds: number;
+  /** Env RETRY_PERIOD_SECONDS. @default 2 */
+  readonly retryPeriodSeconds: number;
+  /** Identity used in the Lease. Env POD_NAME, else hostname_pid. */
+  readonly identity?: string;
+  /** Longest wait for in-flight reconciles on SIGTERM. Env SHUTDOWN_GRACE_SECONDS. @default 20 */
+  readonly shutdownGraceSeconds: number;
+  /** A watch silent for this long is restarted (relist). Env WATCH_STALE_SECONDS. @default 300 */
+  readonly watchStaleSeconds: number;
+}
+
+function intSetting(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    throw new ConfigError(`${name}="${raw}" is not an integer from ${min} to ${max}; fix or unset ${name}`);
+  }
+  return n;
+}
+
+function boolSetting(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (/^(1|true|yes|on)$/i.test(raw)) return true;
+  if (/^(0|false|no|off)$/i.test(raw)) return false;
+  throw new ConfigError(`${name}="${raw}" is not a boolean; use true or false`);
+}
+
+/** Reads the settings from the environment; throws ConfigError naming the variable on bad input. */
+export function loadSettings(env: NodeJS.ProcessEnv = process.env): OperatorSettings {
+  const logLevel = (env.LOG_LEVEL || 'info').toLowerCase();
+  if (!['debug', 'info', 'warn', 'error'].includes(logLevel)) {
+    throw new ConfigError(`LOG_LEVEL="${env.LOG_LEVEL}" is not one of debug, info, warn, error`);
+  }
+  const namespaces = (env.WATCH_NAMESPACE ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  const settings: OperatorSettings = {
+    kinds: loadAppKinds(env),
+    namespaces,
+    workers: intSetting(env, 'WORKERS', 2, 1, 64),
+    fieldManager: env.FIELD_MANAGER || 'appkind-operator',
+    logLevel: logLevel as LogLevel,
+    metricsPort: intSetting(env, 'METRICS_PORT', 8080, -1, 65535),
+    healthPort: intSetting(env, 'HEALTH_PORT', 8081, -1, 65535),
+    leaderElect: boolSetting(env, 'LEADER_ELECT', false),
+    leaseName: env.LEASE_NAME || 'appkind-operator',
+    leaseNamespace: env.LEASE_NAMESPACE || env.POD_NAMESPACE || undefined,
+    leaseDurationSeconds: intSetting(env, 'LEASE_DURATION_SECONDS', 15, 1, 3600),
+    renewDeadlineSeconds: intSetting(env, 'RENEW_DEADLINE_SECONDS', 10, 1, 3600),
+    retryPeriodSeconds: intSetting(env, 'RETRY_PERIOD_SECONDS', 2, 1, 3600),
+    identity: env.POD_NAME || undefined,
+    shutdownGraceSeconds: intSetting(env, 'SHUTDOWN_GRACE_SECONDS', 20, 0, 3600),
+    watchStaleSeconds: intSetting(env, 'WATCH_STALE_SECONDS', 300, 5, 86400),
+  };
+  if (settings.renewDeadlineSeconds >= settings.leaseDurationSeconds) {
+    throw new ConfigError(`RENEW_DEADLINE_SECONDS (${settings.renewDeadlineSeconds}) must be less than LEASE_DURATION_SECONDS (${settings.leaseDurationSeconds})`);
+  }
+  return settings;
+}
