@@ -1,0 +1,229 @@
+// A work queue with client-go's "stingy" semantics (util/workqueue/doc.go): a key is queued at most
+// once, processed by at most one worker at a time, and a key added while it is being processed runs
+// once more afterwards. Failures requeue the key with per-key exponential backoff.
+
+/** What a handler may return: nothing (done) or a request to run the key again later. */
+export type HandlerResult = void | { requeueAfterMs: number };
+
+/** Reconciles one key. Throwing means failure: the key is retried with backoff. */
+export type QueueHandler = (key: string) => Promise<HandlerResult>;
+
+/** Observers for metrics and logs; none of them may change the queue's behaviour. */
+export interface QueueHooks {
+  /** The number of keys waiting for a worker changed. */
+  onDepth?(depth: number): void;
+  /** A key failed for the `failures`-th time in a row and will run again after `delayMs`. */
+  onRetry?(key: string, failures: number, delayMs: number): void;
+  /** A handler finished: `requeue` when it asked to run again later; `seconds` is its run time. */
+  onResult?(key: string, result: 'success' | 'error' | 'requeue', seconds: number): void;
+}
+
+/** Queue options. */
+export interface QueueOptions {
+  /** Handlers running at once (different keys only). */
+  workers: number;
+  /** First retry delay after a failure. @default 5 */
+  baseDelayMs?: number;
+  /** Longest retry delay. @default 1_000_000 (about 16.7 minutes, as client-go) */
+  maxDelayMs?: number;
+}
+
+/** Per-key exponential backoff delay: base * 2^previousFailures, capped at max. */
+export function backoffDelay(previousFailures: number, baseDelayMs: number, maxDelayMs: number): number {
+  // 2^n overflows to Infinity for large n; Math.min keeps the cap exact.
+  return Math.min(baseDelayMs * 2 ** previousFailures, maxDelayMs);
+}
+
+interface Delayed {
+  readonly at: number;
+  readonly timer: NodeJS.Timeout;
+}
+
+/**
+ * A deduplicating, per-key serial work queue with a fixed number of workers and per-key backoff.
+ * Keys added before `start()` wait; after `shutdown()` adds are ignored.
+ */
+export class WorkQueue {
+  private readonly ready: string[] = [];
+  /** Keys that need processing: queued in `ready`, or re-added while processing. */
+  private readonly dirty = new Set<string>();
+  private readonly processing = new Set<string>();
+  private readonly delayed = new Map<string, Delayed>();
+  private readonly failures = new Map<string, number>();
+  private readonly idleWaiters: { ignoreDelayed: boolean; resolve: () => void }[] = [];
+  private readonly drainWaiters: (() => void)[] = [];
+  private readonly baseDelayMs: number;
+  private readonly maxDelayMs: number;
+  private started = false;
+  private shuttingDown = false;
+
+  /**
+   * @param handler reconciles one key; never called twice at once for the same key
+   * @param opts worker count and backoff bounds
+   * @param hooks observers for metrics and logs
+   */
+  constructor(
+    private readonly handler: QueueHandler,
+    private readonly opts: QueueOptions,
+    private readonly hooks: QueueHooks = {},
+  ) {
+    if (!Number.isInteger(opts.workers) || opts.workers < 1) throw new Error(`WorkQueue: workers must be a positive integer, got ${opts.workers}`);
+    this.baseDelayMs = opts.baseDelayMs ?? 5;
+    this.maxDelayMs = opts.maxDelayMs ?? 1_000_000;
+  }
+
+  /** Keys waiting for a worker (not counting keys being processed or waiting for a delay). */
+  get depth(): number {
+    return this.ready.length;
+  }
+
+  /** Marks a key for processing; repeated adds before it runs collapse into one. */
+  add(key: string): void {
+    if (this.shuttingDown || this.dirty.has(key)) return;
+    this.dirty.add(key);
+    // A key being processed is queued again when its handler finishes, never run concurrently.
+    if (this.processing.has(key)) return;
+    this.ready.push(key);
+    this.depthChanged();
+    this.pump();
+  }
+
+  /** Adds a key after `ms`; of several pending delays for one key the earliest wins. */
+  addAfter(key: string, ms: number): void {
+    if (this.shuttingDown) return;
+    if (ms <= 0) {
+      this.add(key);
+      return;
+    }
+    const at = Date.now() + ms;
+    const pending = this.delayed.get(key);
+    if (pending && pending.at <= at) return;
+    if (pending) clearTimeout(pending.timer);
+    const timer = setTimeout(() => {
+      this.delayed.delete(key);
+      this.add(key);
+      this.notifyIdle();
+    }, ms);
+    // The queue never keeps the process alive by itself (watches and servers do).
+    timer.unref();
+    this.delayed.set(key, { at, timer });
+  }
+
+  /** Starts the workers; keys added earlier begin processing now. */
+  start(): void {
+    if (this.started || this.shuttingDown) return;
+    this.started = true;
+    this.pump();
+  }
+
+  /**
+   * Stops taking work: queued and delayed keys are dropped, adds are ignored. Resolves true when
+   * every in-flight handler finished within `graceMs`, false when the grace period ran out first.
+   */
+  async shutdown(graceMs: number): Promise<boolean> {
+    this.shuttingDown = true;
+    for (const { timer } of this.delayed.values()) clearTimeout(timer);
+    this.delayed.clear();
+    this.ready.length = 0;
+    this.dirty.clear();
+    this.depthChanged();
+    this.notifyIdle();
+    if (this.processing.size === 0) return true;
+    return new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => resolve(false), Math.max(0, graceMs));
+      this.drainWaiters.push(() => {
+        clearTimeout(timer);
+        resolve(true);
+      });
+    });
+  }
+
+  /**
+   * Resolves when no key is queued or processing and (unless `ignoreDelayed`) none waits for a
+   * delay or retry. For tests and benchmarks.
+   */
+  whenIdle(opts: { ignoreDelayed?: boolean } = {}): Promise<void> {
+    const ignoreDelayed = opts.ignoreDelayed ?? false;
+    if (this.isIdle(ignoreDelayed)) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push({ ignoreDelayed, resolve }));
+  }
+
+  private isIdle(ignoreDelayed: boolean): boolean {
+    return this.ready.length === 0 && this.processing.size === 0 && (ignoreDelayed || this.delayed.size === 0);
+  }
+
+  private pump(): void {
+    while (this.started && !this.shuttingDown && this.processing.size < this.opts.workers && this.ready.length > 0) {
+      const key = this.ready.shift()!;
+      this.dirty.delete(key);
+      this.processing.add(key);
+      this.depthChanged();
+      void this.run(key);
+    }
+  }
+
+  private async run(key: string): Promise<void> {
+    const startedAt = performance.now();
+    let outcome: { result: HandlerResult } | { error: unknown };
+    try {
+      outcome = { result: await this.handler(key) };
+    } catch (error) {
+      outcome = { error };
+    }
+    const seconds = (performance.now() - startedAt) / 1000;
+    this.processing.delete(key);
+    if ('error' in outcome) {
+      this.observe(() => this.hooks.onResult?.(key, 'error', seconds));
+      this.retry(key);
+    } else {
+      const requeueAfterMs = outcome.result?.requeueAfterMs;
+      this.failures.delete(key);
+      this.observe(() => this.hooks.onResult?.(key, requeueAfterMs === undefined ? 'success' : 'requeue', seconds));
+      if (requeueAfterMs !== undefined) this.addAfter(key, requeueAfterMs);
+    }
+    this.finish(key);
+  }
+
+  private retry(key: string): void {
+    if (this.shuttingDown) return;
+    const previous = this.failures.get(key) ?? 0;
+    const delayMs = backoffDelay(previous, this.baseDelayMs, this.maxDelayMs);
+    this.failures.set(key, previous + 1);
+    this.observe(() => this.hooks.onRetry?.(key, previous + 1, delayMs));
+    this.addAfter(key, delayMs);
+  }
+
+  /** After a handler: re-queue a key that was added meanwhile, start more work, wake waiters. */
+  private finish(key: string): void {
+    if (this.dirty.has(key) && !this.shuttingDown) {
+      this.ready.push(key);
+      this.depthChanged();
+    }
+    if (this.processing.size === 0) for (const wake of this.drainWaiters.splice(0)) wake();
+    this.pump();
+    this.notifyIdle();
+  }
+
+  private notifyIdle(): void {
+    for (let i = this.idleWaiters.length - 1; i >= 0; i--) {
+      const waiter = this.idleWaiters[i]!;
+      if (this.isIdle(waiter.ignoreDelayed)) {
+        this.idleWaiters.splice(i, 1);
+        waiter.resolve();
+      }
+    }
+  }
+
+  private depthChanged(): void {
+    this.observe(() => this.hooks.onDepth?.(this.ready.length));
+  }
+
+  /** Runs a hook; a broken observer must never stall the queue or leave a key marked processing. */
+  private observe(call: () => void): void {
+    try {
+      call();
+    } catch {
+      // Hooks only feed metrics and logs; losing one observation is the lesser harm.
+    }
+  }
+}

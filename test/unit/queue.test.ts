@@ -1,0 +1,245 @@
+import { describe, expect, it } from '@jest/globals';
+import { backoffDelay, QueueHooks, WorkQueue } from '../../operator/queue.js';
+
+/** A promise the test resolves by hand, to hold a handler in flight for as long as it wants. */
+function deferred(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+/** Lets already-settled promise callbacks run (handlers start synchronously from add/start). */
+const tick = () => new Promise<void>((r) => setImmediate(r));
+
+/** A handler that records calls and concurrency, and blocks each call until released. */
+function recorder(opts: { block?: boolean } = {}) {
+  const calls: string[] = [];
+  const inFlight = new Set<string>();
+  let maxInFlight = 0;
+  let sameKeyOverlap = false;
+  const gates: Map<string, { promise: Promise<void>; resolve: () => void }[]> = new Map();
+  const handler = async (key: string) => {
+    if (inFlight.has(key)) sameKeyOverlap = true;
+    inFlight.add(key);
+    maxInFlight = Math.max(maxInFlight, inFlight.size);
+    calls.push(key);
+    if (opts.block) {
+      const gate = deferred();
+      gates.set(key, [...(gates.get(key) ?? []), gate]);
+      await gate.promise;
+    }
+    inFlight.delete(key);
+  };
+  const release = (key: string) => {
+    const gate = gates.get(key)?.shift();
+    if (!gate) throw new Error(`no handler for ${key} is waiting`);
+    gate.resolve();
+  };
+  return { handler, calls, inFlight, release, stats: () => ({ maxInFlight, sameKeyOverlap }) };
+}
+
+describe('WorkQueue', () => {
+  it('collapses repeated adds of a queued key into one run', async () => {
+    const r = recorder();
+    const q = new WorkQueue(r.handler, { workers: 2 });
+    q.add('a');
+    q.add('a');
+    q.add('b');
+    q.add('a');
+    expect(q.depth).toBe(2);
+    q.start();
+    await q.whenIdle();
+    expect(r.calls.sort()).toEqual(['a', 'b']);
+    expect(q.depth).toBe(0);
+  });
+
+  it('runs a key added while it is processing once more afterwards, never concurrently', async () => {
+    const r = recorder({ block: true });
+    const q = new WorkQueue(r.handler, { workers: 4 });
+    q.start();
+    q.add('a');
+    await tick();
+    expect(r.calls).toEqual(['a']);
+    q.add('a');
+    q.add('a');
+    await tick();
+    expect(r.calls).toEqual(['a']); // still only the first run
+    r.release('a');
+    await tick();
+    expect(r.calls).toEqual(['a', 'a']);
+    r.release('a');
+    await q.whenIdle();
+    expect(r.calls).toEqual(['a', 'a']);
+    expect(r.stats().sameKeyOverlap).toBe(false);
+  });
+
+  it('runs different keys in parallel up to the worker count', async () => {
+    const r = recorder({ block: true });
+    const q = new WorkQueue(r.handler, { workers: 2 });
+    q.add('a');
+    q.add('b');
+    q.add('c');
+    q.start();
+    await tick();
+    expect([...r.inFlight].sort()).toEqual(['a', 'b']);
+    expect(q.depth).toBe(1);
+    q.add('a'); // dirty while processing: must wait for its own run to end
+    r.release('b');
+    await tick();
+    expect([...r.inFlight].sort()).toEqual(['a', 'c']);
+    r.release('a');
+    await tick();
+    expect([...r.inFlight].sort()).toEqual(['a', 'c']); // the second run of a
+    r.release('a');
+    r.release('c');
+    await q.whenIdle();
+    expect(r.calls).toEqual(['a', 'b', 'c', 'a']);
+    expect(r.stats()).toEqual({ maxInFlight: 2, sameKeyOverlap: false });
+  });
+
+  it('retries a failing key with exponential backoff, capped, and resets after success', async () => {
+    let failuresLeft = 4;
+    let calls = 0;
+    const retries: [string, number, number][] = [];
+    const results: string[] = [];
+    const hooks: QueueHooks = {
+      onRetry: (key, failures, delayMs) => retries.push([key, failures, delayMs]),
+      onResult: (_key, result) => results.push(result),
+    };
+    const q = new WorkQueue(
+      async () => {
+        calls++;
+        if (failuresLeft-- > 0) throw new Error('boom');
+      },
+      { workers: 1, baseDelayMs: 2, maxDelayMs: 8 },
+      hooks,
+    );
+    q.start();
+    q.add('k');
+    await q.whenIdle();
+    expect(calls).toBe(5);
+    expect(retries).toEqual([
+      ['k', 1, 2],
+      ['k', 2, 4],
+      ['k', 3, 8],
+      ['k', 4, 8],
+    ]);
+    expect(results).toEqual(['error', 'error', 'error', 'error', 'success']);
+
+    // After a success the key's failure count is forgotten: the next failure waits the base delay.
+    failuresLeft = 1;
+    q.add('k');
+    await q.whenIdle();
+    expect(retries.at(-1)).toEqual(['k', 1, 2]);
+    expect(calls).toBe(7);
+  });
+
+  it('computes backoff as base * 2^failures capped at max', () => {
+    expect(backoffDelay(0, 5, 1_000_000)).toBe(5);
+    expect(backoffDelay(1, 5, 1_000_000)).toBe(10);
+    expect(backoffDelay(10, 5, 1_000_000)).toBe(5120);
+    expect(backoffDelay(30, 5, 1_000_000)).toBe(1_000_000);
+    expect(backoffDelay(5000, 5, 1_000_000)).toBe(1_000_000); // 2^5000 is Infinity
+  });
+
+  it('keeps other keys flowing while one key keeps failing', async () => {
+    const done: string[] = [];
+    const q = new WorkQueue(
+      async (key) => {
+        if (key === 'bad') throw new Error('always');
+        done.push(key);
+      },
+      { workers: 1, baseDelayMs: 1, maxDelayMs: 5 },
+    );
+    q.start();
+    q.add('bad');
+    q.add('good-1');
+    q.add('good-2');
+    await q.whenIdle({ ignoreDelayed: true });
+    expect(done).toEqual(['good-1', 'good-2']);
+    expect(await q.shutdown(1000)).toBe(true);
+  });
+
+  it('adds a key after a delay; the earliest of several pending delays wins', async () => {
+    const r = recorder();
+    const q = new WorkQueue(r.handler, { workers: 1 });
+    q.start();
+    const t0 = Date.now();
+    q.addAfter('a', 40);
+    q.addAfter('a', 60); // later than the pending one: ignored
+    await tick();
+    expect(r.calls).toEqual([]);
+    await q.whenIdle();
+    expect(r.calls).toEqual(['a']);
+    // Timers may fire a millisecond early against Date.now(); the bound only proves it waited.
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(30);
+
+    q.addAfter('b', 10_000);
+    q.addAfter('b', 5); // earlier: replaces the pending delay
+    await q.whenIdle();
+    expect(r.calls).toEqual(['a', 'b']);
+  });
+
+  it('runs a key again when the handler asks to requeue after a delay', async () => {
+    const results: string[] = [];
+    let calls = 0;
+    const q = new WorkQueue(
+      async () => (++calls === 1 ? { requeueAfterMs: 5 } : undefined),
+      { workers: 1 },
+      { onResult: (_k, result) => results.push(result) },
+    );
+    q.start();
+    q.add('a');
+    await q.whenIdle();
+    expect(calls).toBe(2);
+    expect(results).toEqual(['requeue', 'success']);
+  });
+
+  it('on shutdown stops taking work and waits for in-flight handlers', async () => {
+    const r = recorder({ block: true });
+    const q = new WorkQueue(r.handler, { workers: 1 });
+    q.start();
+    q.add('a');
+    q.add('b');
+    q.addAfter('c', 1);
+    await tick();
+    expect(r.calls).toEqual(['a']);
+    let finished: boolean | undefined;
+    const stopping = q.shutdown(5_000).then((ok) => (finished = ok));
+    q.add('d');
+    await new Promise((res) => setTimeout(res, 10));
+    expect(finished).toBeUndefined(); // still waiting for a
+    r.release('a');
+    await stopping;
+    expect(finished).toBe(true);
+    await new Promise((res) => setTimeout(res, 10));
+    expect(r.calls).toEqual(['a']); // b (queued), c (delayed) and d (added late) never ran
+    expect(q.depth).toBe(0);
+  });
+
+  it('resolves shutdown false when in-flight work outlasts the grace period', async () => {
+    const r = recorder({ block: true });
+    const q = new WorkQueue(r.handler, { workers: 1 });
+    q.start();
+    q.add('slow');
+    await tick();
+    expect(await q.shutdown(20)).toBe(false);
+    r.release('slow');
+    await q.whenIdle();
+  });
+
+  it('reports the queue depth to its hook', async () => {
+    const depths: number[] = [];
+    const q = new WorkQueue(async () => undefined, { workers: 1 }, { onDepth: (d) => depths.push(d) });
+    q.add('a');
+    q.add('b');
+    q.start();
+    await q.whenIdle();
+    expect(depths.slice(0, 2)).toEqual([1, 2]);
+    expect(depths.at(-1)).toBe(0);
+  });
+
+  it('rejects a worker count below one', () => {
+    expect(() => new WorkQueue(async () => undefined, { workers: 0 })).toThrow(/workers/);
+  });
+});
