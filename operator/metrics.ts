@@ -1,0 +1,123 @@
+// Prometheus metrics named as controller-runtime names them, so dashboards and alerts written for
+// Go operators work for this one unchanged.
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { QueueHooks } from './queue.js';
+
+/** How one reconcile ended, as controller-runtime's `result` label. */
+export type ReconcileResult = 'success' | 'error' | 'requeue';
+
+const RESULTS: readonly ReconcileResult[] = ['success', 'error', 'requeue'];
+
+/** controller-runtime's reconcile_time_seconds buckets (pkg/internal/controller/metrics). */
+const RECONCILE_BUCKETS = [
+  0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5,
+  4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60,
+];
+
+/** The operator's metrics on a private registry (never the prom-client global one). */
+export class OperatorMetrics {
+  /** Registry holding every metric below plus the default process metrics; serve it on /metrics. */
+  readonly registry = new Registry();
+
+  private readonly reconcileTotal = new Counter({
+    name: 'controller_runtime_reconcile_total',
+    help: 'Total number of reconciliations per controller',
+    labelNames: ['controller', 'result'] as const,
+    registers: [this.registry],
+  });
+  private readonly reconcileErrors = new Counter({
+    name: 'controller_runtime_reconcile_errors_total',
+    help: 'Total number of reconciliation errors per controller',
+    labelNames: ['controller'] as const,
+    registers: [this.registry],
+  });
+  private readonly reconcileTime = new Histogram({
+    name: 'controller_runtime_reconcile_time_seconds',
+    help: 'Length of time per reconciliation per controller',
+    labelNames: ['controller'] as const,
+    buckets: RECONCILE_BUCKETS,
+    registers: [this.registry],
+  });
+  private readonly depth = new Gauge({
+    name: 'workqueue_depth',
+    help: 'Current depth of workqueue',
+    labelNames: ['name'] as const,
+    registers: [this.registry],
+  });
+  private readonly retries = new Counter({
+    name: 'workqueue_retries_total',
+    help: 'Total number of retries handled by workqueue',
+    labelNames: ['name'] as const,
+    registers: [this.registry],
+  });
+  private readonly requests = new Counter({
+    name: 'rest_client_requests_total',
+    help: 'Number of HTTP requests to the API server, partitioned by status code and method',
+    labelNames: ['code', 'method'] as const,
+    registers: [this.registry],
+  });
+  private readonly leaderStatus = new Gauge({
+    name: 'leader_election_master_status',
+    help: 'Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master',
+    labelNames: ['name'] as const,
+    registers: [this.registry],
+  });
+
+  /** @param opts.defaultMetrics process metrics (CPU, memory, event loop lag) @default true */
+  constructor(opts: { defaultMetrics?: boolean } = {}) {
+    if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** Makes a controller's series exist at zero, so a rate() works before its first reconcile. */
+  controller(kind: string): void {
+    for (const result of RESULTS) this.reconcileTotal.inc({ controller: kind, result }, 0);
+    this.reconcileErrors.inc({ controller: kind }, 0);
+    this.retries.inc({ name: kind }, 0);
+    this.depth.set({ name: kind }, 0);
+  }
+
+  /** One reconcile of `kind` ended with `result` after `seconds`. */
+  reconcile(kind: string, result: ReconcileResult, seconds: number): void {
+    this.reconcileTotal.inc({ controller: kind, result });
+    if (result === 'error') this.reconcileErrors.inc({ controller: kind });
+    this.reconcileTime.observe({ controller: kind }, seconds);
+  }
+
+  /** The queue `name` now holds `n` keys waiting for a worker. */
+  queueDepth(name: string, n: number): void {
+    this.depth.set({ name }, n);
+  }
+
+  /** The queue `name` scheduled a retry after a failure. */
+  retry(name: string): void {
+    this.retries.inc({ name });
+  }
+
+  /** One API request answered with HTTP `code` (a number, or e.g. "<error>" when no answer came). */
+  apiRequest(method: string, code: number | string): void {
+    this.requests.inc({ code: String(code), method: method.toUpperCase() });
+  }
+
+  /** Whether this process holds the Lease `name`. */
+  leader(name: string, isLeader: boolean): void {
+    this.leaderStatus.set({ name }, isLeader ? 1 : 0);
+  }
+
+  /** The exposition text (Prometheus text format) and its content type. */
+  async expose(): Promise<{ contentType: string; body: string }> {
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+}
+
+/**
+ * Queue hooks that feed the metrics of the queue `name`. For a queue per kind leave `controllerOf`
+ * out (the name is the kind); for one queue shared by all kinds pass how a key names its kind.
+ */
+export function queueHooks(metrics: OperatorMetrics, name: string, controllerOf: (key: string) => string = () => name): QueueHooks {
+  metrics.controller(name);
+  return {
+    onDepth: (n) => metrics.queueDepth(name, n),
+    onRetry: () => metrics.retry(name),
+    onResult: (key, result, seconds) => metrics.reconcile(controllerOf(key), result, seconds),
+  };
+}
