@@ -1,0 +1,85 @@
+// `npm start` end to end, as a separate process: one `export KUBECONFIG=` line when ready, CRDs from
+// crd/ established, and no leftover processes or data after SIGTERM or even after SIGKILL.
+import { describe, expect, test } from '@jest/globals';
+import { ApiextensionsV1Api, KubeConfig } from '@kubernetes/client-node';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { readManifestDir } from '../../tools/controlplane/apply.js';
+import { eventually } from './cluster.js';
+import { processesMentioning } from './controlplane-processes.js';
+
+const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+
+interface Started {
+  child: ChildProcess;
+  kubeconfigPath: string;
+  dir: string;
+  stdoutLines: string[];
+}
+
+/** Runs tools/start.ts in one node process (no tsx CLI wrapper, so SIGKILL hits the real parent). */
+function startTool(): Promise<Started> {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(repoRoot, 'tools/start.ts')], {
+    cwd: repoRoot,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, NODE_OPTIONS: '' },
+  });
+  let stdout = '';
+  let stderr = '';
+  return new Promise((resolveStarted, reject) => {
+    child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.stdout?.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+      const match = /^export KUBECONFIG=(.+)$/m.exec(stdout);
+      if (match) {
+        const kubeconfigPath = match[1];
+        resolveStarted({ child, kubeconfigPath, dir: dirname(kubeconfigPath), stdoutLines: stdout.trimEnd().split('\n') });
+      }
+    });
+    child.on('exit', (code) => reject(new Error(`start.ts exited (${code}) before ready:\n${stderr}`)));
+  });
+}
+
+function exited(child: ChildProcess): Promise<number | null> {
+  if (child.exitCode !== null) return Promise.resolve(child.exitCode);
+  return new Promise((resolveExit) => child.on('exit', (code) => resolveExit(code)));
+}
+
+async function expectNothingLeft(dir: string): Promise<void> {
+  await eventually(`no process or data left for ${dir}`, async () => processesMentioning(dir).length === 0 && !existsSync(dir), 15_000);
+}
+
+describe('npm start (tools/start.ts)', () => {
+  test('prints one export line when ready, applies crd/, cleans up on SIGTERM', async () => {
+    const started = await startTool();
+    try {
+      expect(started.stdoutLines).toEqual([`export KUBECONFIG=${started.kubeconfigPath}`]);
+      expect(started.kubeconfigPath.startsWith('/')).toBe(true);
+      const kc = new KubeConfig();
+      kc.loadFromFile(started.kubeconfigPath);
+      const crds = readManifestDir(join(repoRoot, 'crd')).filter((o) => o.kind === 'CustomResourceDefinition');
+      const ext = kc.makeApiClient(ApiextensionsV1Api);
+      for (const crd of crds) {
+        const live = await ext.readCustomResourceDefinition({ name: crd.metadata?.name ?? '' });
+        expect(live.status?.conditions?.find((c) => c.type === 'Established')?.status).toBe('True');
+      }
+      expect(processesMentioning(started.dir).length).toBeGreaterThanOrEqual(3);
+    } finally {
+      started.child.kill('SIGTERM');
+    }
+    expect(await exited(started.child)).toBe(0);
+    await expectNothingLeft(started.dir);
+  });
+
+  test('a SIGKILLed parent leaves nothing behind (watchdog)', async () => {
+    const started = await startTool();
+    expect(processesMentioning(started.dir).length).toBeGreaterThanOrEqual(3);
+
+    started.child.kill('SIGKILL');
+    await exited(started.child);
+
+    await expectNothingLeft(started.dir);
+  });
+});

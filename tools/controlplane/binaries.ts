@@ -1,0 +1,125 @@
+// Finds the control-plane binaries: explicit assets first (envtest convention), then the build cache,
+// then a build from the pinned Go modules (tools/controlplane/build.sh).
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const REQUIRED_BINARIES = ['etcd', 'kube-apiserver', 'kube-controller-manager'] as const;
+export const OPTIONAL_BINARIES = ['kube-scheduler', 'kwok'] as const;
+export type RequiredBinary = (typeof REQUIRED_BINARIES)[number];
+export type OptionalBinary = (typeof OPTIONAL_BINARIES)[number];
+export type BinaryName = RequiredBinary | OptionalBinary;
+
+export interface Binaries {
+  etcd: string;
+  'kube-apiserver': string;
+  'kube-controller-manager': string;
+  /** Absent when it could not be found or built: pods then stay Pending. */
+  'kube-scheduler'?: string;
+  kwok?: string;
+  /** Where the binaries came from ('env' or the cache folder), for diagnostics. */
+  source: string;
+}
+
+const here = dirname(fileURLToPath(import.meta.url));
+const buildScript = join(here, 'build.sh');
+
+/** `kube-apiserver` -> `TEST_ASSET_KUBE_APISERVER` (controller-runtime envtest naming). */
+export function assetEnvName(name: BinaryName): string {
+  return `TEST_ASSET_${name.toUpperCase().replace(/-/g, '_')}`;
+}
+
+function isExecutable(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** TEST_ASSET_<NAME> wins over KUBEBUILDER_ASSETS/<name>; a set but broken TEST_ASSET_ is an error. */
+function fromEnv(name: BinaryName, env: NodeJS.ProcessEnv): string | undefined {
+  const explicit = env[assetEnvName(name)];
+  if (explicit) {
+    if (!isExecutable(explicit)) throw new Error(`controlplane: ${assetEnvName(name)}=${explicit} is not an executable file`);
+    return explicit;
+  }
+  const folder = env.KUBEBUILDER_ASSETS;
+  if (folder && isExecutable(join(folder, name))) return join(folder, name);
+  return undefined;
+}
+
+/** Same folder build.sh computes: keyed by the k8s version and a hash of the pinned module sums. */
+export function cacheDir(env: NodeJS.ProcessEnv = process.env): string {
+  const files = ['k8s/go.sum', 'kwok/go.sum', 'k8s/cmd/etcd/main.go'].map((f) => readFileSync(join(here, f)));
+  const key = createHash('sha256').update(Buffer.concat(files)).digest('hex').slice(0, 12);
+  const goMod = readFileSync(join(here, 'k8s/go.mod'), 'utf8');
+  const version = /k8s\.io\/kubernetes (v\S+)/.exec(goMod)?.[1] ?? 'unknown';
+  const base = env.APPKIND_CACHE_DIR ?? join(env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'appkind');
+  return join(base, 'controlplane', `${version}-${key}`);
+}
+
+function collect(lookup: (name: BinaryName) => string | undefined, source: string): Binaries | undefined {
+  const [etcd, apiserver, kcm] = REQUIRED_BINARIES.map(lookup);
+  if (!etcd || !apiserver || !kcm) return undefined;
+  const result: Binaries = { etcd, 'kube-apiserver': apiserver, 'kube-controller-manager': kcm, source };
+  for (const name of OPTIONAL_BINARIES) {
+    const path = lookup(name);
+    if (path) result[name] = path;
+  }
+  return result;
+}
+
+/** An explicit asset for that binary, else the file in `folder` if it is there. */
+function lookupIn(folder: string, env: NodeJS.ProcessEnv): (name: BinaryName) => string | undefined {
+  return (name) => fromEnv(name, env) ?? (isExecutable(join(folder, name)) ? join(folder, name) : undefined);
+}
+
+/** build.sh marks a finished run, so a binary that failed to build is not retried on every start. */
+function cacheComplete(dir: string): boolean {
+  return existsSync(join(dir, '.complete'));
+}
+
+/** Runs build.sh (its stderr goes to `log`); the last stdout line is the cache folder. */
+function runBuild(log: (line: string) => void): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('bash', [buildScript], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderrTail = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => {
+      const text = chunk.toString();
+      stderrTail = (stderrTail + text).slice(-4000);
+      for (const line of text.split('\n')) if (line.trim()) log(line);
+    });
+    child.on('error', reject);
+    child.on('close', (code) => {
+      const lines = stdout.trim().split('\n');
+      if (code === 0 && lines.length > 0) resolve(lines[lines.length - 1].trim());
+      else reject(new Error(`controlplane: ${buildScript} failed (exit ${code}):\n${stderrTail}`));
+    });
+  });
+}
+
+export interface ResolveOptions {
+  env?: NodeJS.ProcessEnv;
+  log?: (line: string) => void;
+}
+
+export async function resolveBinaries(opts: ResolveOptions = {}): Promise<Binaries> {
+  const env = opts.env ?? process.env;
+  const log = opts.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const explicit = collect((name) => fromEnv(name, env), 'env');
+  if (explicit) return explicit;
+  const cache = cacheDir(env);
+  const cached = cacheComplete(cache) ? collect(lookupIn(cache, env), cache) : undefined;
+  if (cached) return cached;
+  const built = await runBuild(log);
+  const result = collect(lookupIn(built, env), built);
+  if (!result) throw new Error(`controlplane: build.sh finished but ${built} lacks ${REQUIRED_BINARIES.join(', ')}`);
+  return result;
+}

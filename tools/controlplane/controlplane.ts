@@ -1,0 +1,275 @@
+// A real Kubernetes control plane on loopback (etcd, kube-apiserver, kube-controller-manager and,
+// when built, kube-scheduler + kwok with one fake node) for tests, `npm start` and benchmarks.
+import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { readAuditLogFile, type AuditEvent } from './audit.js';
+import { resolveBinaries, type Binaries } from './binaries.js';
+import { track, untrack, type Stoppable } from './cleanup.js';
+import { Component, type ComponentName } from './component.js';
+import {
+  apiserverArgs,
+  controllerManagerArgs,
+  etcdArgs,
+  etcdUrl,
+  kwokArgs,
+  schedulerArgs,
+  type ApiserverFiles,
+  type Ports,
+} from './components.js';
+import { createFakeNode, fakeNodeReady } from './fake-node.js';
+import { ADMIN_USER, writeAdminTokenFile, writeAuditPolicy, writeKubeconfig, writeServiceAccountKeys } from './files.js';
+import { freePorts } from './ports.js';
+import { answers200, waitFor } from './readiness.js';
+import { requestServiceAccountToken, writeServiceAccountKubeconfig } from './serviceaccount.js';
+import { unwatchDir, watchDir } from './watchdog.js';
+
+export type { AuditEvent, AuditObjectRef } from './audit.js';
+
+export interface ControlPlaneOptions {
+  /** Write a Metadata-level JSON audit log of every request (see auditLogPath). Default false. */
+  auditLog?: boolean;
+  /** Run kube-scheduler + kwok so pods become Running/Ready. Default: if both binaries exist. */
+  scheduler?: boolean;
+  /** Progress lines (build output, readiness). Default: build output to stderr, the rest silent. */
+  log?: (line: string) => void;
+  /** Use these binaries instead of resolving them. */
+  binaries?: Binaries;
+  /** Per readiness step. Default 60 s. */
+  timeoutMs?: number;
+}
+
+export type RestartableComponent = 'etcd' | 'kube-apiserver';
+
+const DEFAULT_TIMEOUT_MS = 60_000;
+
+export class ControlPlane implements Stoppable {
+  /** Admin kubeconfig (system:masters), absolute path. */
+  readonly kubeconfigPath: string;
+  /** https://127.0.0.1:<port> */
+  readonly server: string;
+  /** Set when started with auditLog: the JSON-lines audit log. */
+  readonly auditLogPath?: string;
+  /** kube-scheduler and kwok run: pods get scheduled to a fake node and turn Running/Ready. */
+  readonly hasScheduler: boolean;
+  /** Temp folder with data, logs (logs/<component>.log) and kubeconfigs; removed on stop(). */
+  readonly dir: string;
+
+  private readonly components = new Map<ComponentName, Component>();
+  private readonly adminToken: string;
+  private readonly timeoutMs: number;
+  private readonly log: (line: string) => void;
+  private caPem = '';
+  private stopping?: Promise<void>;
+
+  private constructor(
+    private readonly binaries: Binaries,
+    private readonly ports: Ports,
+    hasScheduler: boolean,
+    opts: ControlPlaneOptions,
+  ) {
+    this.dir = mkdtempSync(join(tmpdir(), 'appkind-cp-'));
+    watchDir(this.dir);
+    mkdirSync(join(this.dir, 'logs'));
+    this.server = `https://127.0.0.1:${ports.apiserver}`;
+    this.kubeconfigPath = join(this.dir, 'kubeconfig');
+    this.adminToken = writeAdminTokenFile(join(this.dir, 'tokens.csv'));
+    if (opts.auditLog) this.auditLogPath = join(this.dir, 'audit.log');
+    this.hasScheduler = hasScheduler;
+    this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.log = opts.log ?? (() => undefined);
+  }
+
+  static async start(opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
+    const binaries = opts.binaries ?? (await resolveBinaries({ log: opts.log }));
+    const hasScheduler = wantsScheduler(binaries, opts.scheduler);
+    const [etcdClient, etcdPeer, apiserver, kwok] = await freePorts(4);
+    const cp = new ControlPlane(binaries, { etcdClient, etcdPeer, apiserver, kwok }, hasScheduler, opts);
+    track(cp);
+    const started = Date.now();
+    try {
+      await cp.boot();
+    } catch (err) {
+      await cp.stopProcesses();
+      cp.keepDataForDiagnosis();
+      throw err;
+    }
+    cp.log(`controlplane: ready in ${((Date.now() - started) / 1000).toFixed(1)}s at ${cp.server}`);
+    return cp;
+  }
+
+  private async boot(): Promise<void> {
+    await this.startEtcd();
+    await this.startApiserver();
+    this.writeAdminKubeconfig();
+    const kc = this.kubeConfig();
+    this.startControllers();
+    await Promise.all([this.waitForDefaultServiceAccount(kc), this.hasScheduler ? this.waitForFakeNode(kc) : undefined]);
+  }
+
+  private add(name: ComponentName, binary: string, args: string[]): Component {
+    const component = new Component(name, binary, args, join(this.dir, 'logs', `${name}.log`));
+    this.components.set(name, component);
+    component.start();
+    return component;
+  }
+
+  private component(name: ComponentName): Component {
+    const component = this.components.get(name);
+    if (!component) throw new Error(`controlplane: ${name} was never started`);
+    return component;
+  }
+
+  private async startEtcd(): Promise<void> {
+    this.add('etcd', this.binaries.etcd, etcdArgs(this.dir, this.ports));
+    await this.waitForEtcd();
+  }
+
+  private waitForEtcd(): Promise<void> {
+    const etcd = this.component('etcd');
+    return waitFor('etcd /health', () => answers200(`${etcdUrl(this.ports)}/health`), this.waitOpts([etcd]));
+  }
+
+  private async startApiserver(): Promise<void> {
+    const certDir = join(this.dir, 'certs');
+    const keys = writeServiceAccountKeys(this.dir);
+    const files: ApiserverFiles = {
+      certDir,
+      tokenFile: join(this.dir, 'tokens.csv'),
+      serviceAccountPublicKey: keys.publicKeyPath,
+      serviceAccountPrivateKey: keys.privateKeyPath,
+    };
+    if (this.auditLogPath) {
+      files.auditPolicy = join(this.dir, 'audit-policy.yaml');
+      files.auditLog = this.auditLogPath;
+      writeAuditPolicy(files.auditPolicy);
+    }
+    const apiserver = this.add('kube-apiserver', this.binaries['kube-apiserver'], apiserverArgs(this.ports, files));
+    // The self-signed serving cert (leaf + its CA) is written before the server listens.
+    const certFile = join(certDir, 'apiserver.crt');
+    await waitFor('kube-apiserver serving certificate', async () => existsSync(certFile), this.waitOpts([apiserver]));
+    this.caPem = readFileSync(certFile, 'utf8');
+    await this.waitForApiserver();
+  }
+
+  private waitForApiserver(): Promise<void> {
+    const apiserver = this.component('kube-apiserver');
+    const check = (): Promise<boolean> => answers200(`${this.server}/readyz`, { ca: this.caPem, token: this.adminToken });
+    return waitFor('kube-apiserver /readyz', check, this.waitOpts([apiserver, this.component('etcd')]));
+  }
+
+  private writeAdminKubeconfig(): void {
+    writeKubeconfig(this.kubeconfigPath, { server: this.server, caPem: this.caPem, user: ADMIN_USER, token: this.adminToken });
+  }
+
+  private startControllers(): void {
+    const caFile = join(this.dir, 'certs', 'apiserver.crt');
+    const keyFile = join(this.dir, 'sa.key');
+    this.add('kube-controller-manager', this.binaries['kube-controller-manager'], controllerManagerArgs(this.kubeconfigPath, keyFile, caFile));
+    const { 'kube-scheduler': scheduler, kwok } = this.binaries;
+    if (this.hasScheduler && scheduler && kwok) {
+      this.add('kube-scheduler', scheduler, schedulerArgs(this.kubeconfigPath));
+      this.add('kwok', kwok, kwokArgs(this.kubeconfigPath, this.ports));
+    }
+  }
+
+  /** The serviceaccount controller creating `default/default` shows the controller manager works. */
+  private waitForDefaultServiceAccount(kc: KubeConfig): Promise<void> {
+    const core = kc.makeApiClient(CoreV1Api);
+    const check = async (): Promise<boolean> => Boolean(await core.readNamespacedServiceAccount({ name: 'default', namespace: 'default' }));
+    return waitFor('ServiceAccount default/default (kube-controller-manager)', check, this.waitOpts([this.component('kube-controller-manager')]));
+  }
+
+  private async waitForFakeNode(kc: KubeConfig): Promise<void> {
+    await createFakeNode(kc);
+    const watched = [this.component('kwok'), this.component('kube-scheduler')];
+    await waitFor('fake node Ready (kwok)', () => fakeNodeReady(kc), this.waitOpts(watched));
+  }
+
+  private waitOpts(components: Component[]): { timeoutMs: number; components: Component[] } {
+    return { timeoutMs: this.timeoutMs, components };
+  }
+
+  /** A fresh admin KubeConfig (system:masters) for @kubernetes/client-node. */
+  kubeConfig(): KubeConfig {
+    const kc = new KubeConfig();
+    kc.loadFromFile(this.kubeconfigPath);
+    return kc;
+  }
+
+  /** Stops the component and starts it again on the same port with the same data; waits until ready. */
+  async restart(name: RestartableComponent): Promise<void> {
+    if (this.stopping) throw new Error('controlplane: restart() after stop()');
+    const component = this.component(name);
+    await component.stop();
+    component.start();
+    if (name === 'etcd') await this.waitForEtcd();
+    await this.waitForApiserver();
+  }
+
+  /** A bound ServiceAccount token from the TokenRequest API (min. 600 s, default 1 h). */
+  serviceAccountToken(namespace: string, name: string, expirationSeconds = 3600): Promise<string> {
+    return requestServiceAccountToken(this.kubeConfig(), namespace, name, expirationSeconds);
+  }
+
+  /** Writes a kubeconfig authenticating as the ServiceAccount (24 h token); returns its path. */
+  async serviceAccountKubeconfig(namespace: string, name: string): Promise<string> {
+    const path = join(this.dir, `sa-${namespace}-${name}.kubeconfig`);
+    await writeServiceAccountKubeconfig(this.kubeConfig(), namespace, name, path);
+    return path;
+  }
+
+  /** Every audit event so far (blocking mode: a finished request is already in the file). */
+  async readAuditLog(): Promise<AuditEvent[]> {
+    if (!this.auditLogPath) throw new Error('controlplane: started without auditLog: true');
+    return readAuditLogFile(this.auditLogPath);
+  }
+
+  /** Log file of a component, e.g. for a test's failure message. */
+  logPath(name: ComponentName): string {
+    return join(this.dir, 'logs', `${name}.log`);
+  }
+
+  /** Stops every process and removes the temp folder. Safe to call more than once. */
+  stop(): Promise<void> {
+    this.stopping ??= (async () => {
+      await this.stopProcesses();
+      await rm(this.dir, { recursive: true, force: true });
+      unwatchDir(this.dir);
+      untrack(this);
+    })();
+    return this.stopping;
+  }
+
+  /** Dependents first, etcd last, so nothing logs errors about a vanished backend on the way down. */
+  private async stopProcesses(): Promise<void> {
+    const stopAll = (names: ComponentName[]): Promise<unknown> =>
+      Promise.all(names.map((name) => this.components.get(name)?.stop()));
+    await stopAll(['kwok', 'kube-scheduler', 'kube-controller-manager']);
+    await stopAll(['kube-apiserver']);
+    await stopAll(['etcd']);
+  }
+
+  /** A failed start keeps its logs; the error message names the log file. */
+  private keepDataForDiagnosis(): void {
+    unwatchDir(this.dir);
+    untrack(this);
+    this.stopping = Promise.resolve();
+  }
+
+  killSync(): void {
+    for (const component of this.components.values()) component.killSync();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+function wantsScheduler(binaries: Binaries, requested: boolean | undefined): boolean {
+  const available = Boolean(binaries['kube-scheduler'] && binaries.kwok);
+  if (requested === true && !available) {
+    const missing = (['kube-scheduler', 'kwok'] as const).filter((name) => !binaries[name]);
+    throw new Error(`controlplane: scheduler requested but ${missing.join(' and ')} could not be found or built`);
+  }
+  return requested ?? available;
+}
