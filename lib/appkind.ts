@@ -39,8 +39,6 @@ export interface AppSpec {
   readonly port?: number;
   /** Fixed NodePort (30000-32767). @default allocated by the API server */
   readonly nodePort?: number;
-  /** Extra environment variables for the container. @default none */
-  readonly env?: { readonly name: string; readonly value: string }[];
 }
 
 /** A CR of an app kind as read from the API server (or written in a sample). */

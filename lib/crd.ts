@@ -1,0 +1,111 @@
+import { k8s } from 'cdk8s-plus-27';
+import { Construct } from 'constructs';
+import { AppKind, DEFAULT_MAX_SIZE } from './appkind.js';
+
+export interface AppKindCrdProps {
+  /** The kind to define. */
+  readonly appKind: AppKind;
+  /** Categories for `kubectl get <category>`. @default ["appkind"] */
+  readonly categories?: string[];
+}
+
+/** Name of an app kind's CRD, `<plural>.<group>`. */
+export function crdName(appKind: Pick<AppKind, 'plural' | 'group'>): string {
+  return `${appKind.plural}.${appKind.group}`;
+}
+
+/**
+ * The CustomResourceDefinition of an app kind: a structural schema the API server enforces, the status
+ * and scale subresources (so `kubectl scale` and a HorizontalPodAutoscaler work), and printer columns.
+ */
+export class AppKindCrd extends Construct {
+  /** The CRD object. */
+  public readonly crd: k8s.KubeCustomResourceDefinition;
+
+  constructor(scope: Construct, id: string, props: AppKindCrdProps) {
+    super(scope, id);
+    const kind = props.appKind;
+    this.crd = new k8s.KubeCustomResourceDefinition(this, 'Resource', {
+      metadata: { name: crdName(kind) },
+      spec: {
+        group: kind.group,
+        scope: 'Namespaced',
+        names: {
+          kind: kind.kind,
+          listKind: `${kind.kind}List`,
+          plural: kind.plural,
+          singular: kind.kind.toLowerCase(),
+          categories: props.categories ?? ['appkind'],
+        },
+        versions: [{
+          name: kind.version,
+          served: true,
+          storage: true,
+          schema: { openApiv3Schema: schema(kind) },
+          subresources: {
+            status: {},
+            scale: { specReplicasPath: '.spec.size', statusReplicasPath: '.status.replicas', labelSelectorPath: '.status.selector' },
+          },
+          additionalPrinterColumns: [
+            { name: 'Size', type: 'integer', jsonPath: '.spec.size', description: 'Desired number of pods' },
+            { name: 'Ready', type: 'integer', jsonPath: '.status.readyReplicas', description: 'Pods ready' },
+            { name: 'NodePort', type: 'integer', jsonPath: '.status.nodePort', description: 'Port on every node' },
+            { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+          ],
+        }],
+      },
+    });
+  }
+}
+
+function schema(kind: AppKind): k8s.JsonSchemaProps {
+  const int = (description: string, minimum: number, maximum?: number): k8s.JsonSchemaProps =>
+    ({ type: 'integer', format: 'int32', minimum, maximum, description });
+  return {
+    type: 'object',
+    description: `${kind.kind} runs ${kind.image} (port ${kind.port}) as a Deployment behind a NodePort Service.`,
+    properties: {
+      apiVersion: { type: 'string' },
+      kind: { type: 'string' },
+      metadata: { type: 'object' },
+      spec: {
+        type: 'object',
+        default: {},
+        properties: {
+          size: { ...int('Number of pods (Deployment replicas).', 0, kind.maxSize ?? DEFAULT_MAX_SIZE), default: 1 },
+          image: { type: 'string', minLength: 1, description: `Container image. Defaults to ${kind.image}.` },
+          port: int(`Container and Service port. Defaults to ${kind.port}.`, 1, 65535),
+          nodePort: int('Fixed NodePort. Allocated by the API server when unset.', 30000, 32767),
+        },
+      },
+      status: {
+        type: 'object',
+        properties: {
+          nodes: { type: 'array', items: { type: 'string' }, description: 'Names of the pods, sorted.' },
+          replicas: int('Pods that exist.', 0),
+          readyReplicas: int('Pods that are ready.', 0),
+          nodePort: int('The NodePort of the Service.', 0),
+          selector: { type: 'string', description: 'Label selector of the pods (for the scale subresource).' },
+          observedGeneration: { type: 'integer', format: 'int64', description: 'Generation of the spec last reconciled.' },
+          conditions: {
+            type: 'array',
+            xKubernetesListType: 'map',
+            xKubernetesListMapKeys: ['type'],
+            items: {
+              type: 'object',
+              required: ['type', 'status'],
+              properties: {
+                type: { type: 'string' },
+                status: { type: 'string', enum: ['True', 'False', 'Unknown'] },
+                reason: { type: 'string' },
+                message: { type: 'string' },
+                lastTransitionTime: { type: 'string', format: 'date-time' },
+                observedGeneration: { type: 'integer', format: 'int64' },
+              },
+            },
+          },
+        },
+      },
+    },
+  };
+}
