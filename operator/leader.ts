@@ -1,0 +1,278 @@
+// Leader election on a coordination.k8s.io/v1 Lease, as client-go's leaderelection package does it,
+// so that of several operator replicas exactly one reconciles at a time.
+import { ApiException, CoordinationV1Api, KubeConfig, V1Lease, V1MicroTime } from '@kubernetes/client-node';
+import { Logger, silentLogger } from './log.js';
+
+/** Where the Lease lives, who we are, and the timing (client-go's names and meaning). */
+export interface LeaderElectorOptions {
+  /** Namespace of the Lease. */
+  readonly namespace: string;
+  /** Name of the Lease. */
+  readonly name: string;
+  /** This candidate's identity, written to `holderIdentity` (the pod name in a cluster). */
+  readonly identity: string;
+  /** How long a holder's claim lasts after its last renewal; others wait this long to take over. */
+  readonly leaseDurationSeconds: number;
+  /** The leader gives up when it could not renew for this long; must be below the lease duration. */
+  readonly renewDeadlineSeconds: number;
+  /** Time between attempts to acquire or renew. */
+  readonly retryPeriodSeconds: number;
+  /** @default no logging */
+  readonly log?: Logger;
+  /** Called for every API request with its method and HTTP status (or "<error>"), for metrics. */
+  readonly onRequest?: (method: string, code: number | string) => void;
+}
+
+/** What to do when leadership changes. */
+export interface LeaderCallbacks {
+  /** This candidate became the leader: start reconciling. */
+  onStartedLeading(): void;
+  /**
+   * This candidate lost the lease involuntarily (could not renew within the renew deadline, or
+   * another holder took it). Like controller-runtime, the operator should exit. Not called by
+   * `release()` or `stop()`.
+   */
+  onStoppedLeading(): void;
+  /** The Lease names a new holder (this candidate included). */
+  onNewLeader?(identity: string): void;
+}
+
+/** The part of a Lease spec that decides who leads. */
+export interface LeaseRecord {
+  readonly holderIdentity?: string;
+  /** Milliseconds since the epoch, or undefined when the Lease has no renew time. */
+  readonly renewTimeMs?: number;
+  readonly leaseDurationSeconds?: number;
+}
+
+/**
+ * Whether another candidate validly holds the lease at `nowMs`: it names a holder other than
+ * `identity` whose renewTime + leaseDuration lies in the future. An empty holder (a released lease)
+ * or a missing renew time counts as free.
+ */
+export function heldByOther(record: LeaseRecord, identity: string, nowMs: number, fallbackDurationSeconds: number): boolean {
+  const holder = record.holderIdentity ?? '';
+  if (holder === '' || holder === identity || record.renewTimeMs === undefined) return false;
+  const durationMs = (record.leaseDurationSeconds ?? fallbackDurationSeconds) * 1000;
+  return record.renewTimeMs + durationMs > nowMs;
+}
+
+/** Lease times arrive as strings (client-node does not parse MicroTime); accept Date or string. */
+function timeMs(value: Date | string | undefined): number | undefined {
+  if (value === undefined || value === null) return undefined;
+  const ms = new Date(value).getTime();
+  return Number.isNaN(ms) ? undefined : ms;
+}
+
+function statusOf(e: unknown): number | undefined {
+  return e instanceof ApiException ? e.code : undefined;
+}
+
+/**
+ * Campaigns for a Lease and keeps renewing it while leading. A candidate takes the Lease when it
+ * is absent, released (no holder) or expired (renewTime + leaseDurationSeconds in the past); writes
+ * carry the read resourceVersion, so of two racing candidates one gets 409 Conflict and retries.
+ * Expiry is judged against renewTime with this host's clock: keep node clocks in sync (NTP).
+ */
+export class LeaderElector {
+  private readonly api: CoordinationV1Api;
+  private readonly log: Logger;
+  private callbacks?: LeaderCallbacks;
+  private leading = false;
+  private stopped = false;
+  /** When the last successful acquire/renew was sent (the renewTime it wrote), ms since epoch. */
+  private lastRenewMs = 0;
+  private observedHolder = '';
+  private sleeping?: { timer: NodeJS.Timeout; wake: () => void };
+  private loop?: Promise<void>;
+
+  constructor(
+    kc: KubeConfig,
+    private readonly opts: LeaderElectorOptions,
+  ) {
+    if (opts.renewDeadlineSeconds >= opts.leaseDurationSeconds) {
+      throw new Error(`leader election: renew deadline (${opts.renewDeadlineSeconds}s) must be less than the lease duration (${opts.leaseDurationSeconds}s)`);
+    }
+    if (opts.retryPeriodSeconds <= 0) throw new Error(`leader election: retry period must be positive, got ${opts.retryPeriodSeconds}s`);
+    this.api = kc.makeApiClient(CoordinationV1Api);
+    this.log = (opts.log ?? silentLogger).child({ lease: `${opts.namespace}/${opts.name}`, identity: opts.identity });
+  }
+
+  /** Whether this candidate currently leads. */
+  isLeader(): boolean {
+    return this.leading;
+  }
+
+  /**
+   * Campaigns until stopped: calls `onStartedLeading` on acquiring the Lease, then renews every
+   * retry period. Resolves when the loop ends: leadership lost (after `onStoppedLeading`),
+   * `release()` or `stop()`. Do not await it before starting other work.
+   */
+  run(callbacks: LeaderCallbacks): Promise<void> {
+    if (this.loop) throw new Error('leader election: run() was already called');
+    this.callbacks = callbacks;
+    this.loop = this.campaign();
+    return this.loop;
+  }
+
+  /**
+   * Graceful hand-over: stops campaigning and, if leading, clears the holder and sets the renew
+   * time to now, so a standby takes over at its next attempt instead of waiting for expiry.
+   */
+  async release(): Promise<void> {
+    this.halt();
+    if (!this.loop) return;
+    await this.loop;
+    // Checked against the Lease itself: an attempt in flight during halt() may just have acquired it.
+    try {
+      const lease = await this.request('GET', () => this.api.readNamespacedLeaseWithHttpInfo({ name: this.opts.name, namespace: this.opts.namespace }));
+      if (lease.spec?.holderIdentity !== this.opts.identity) return;
+      const now = new V1MicroTime();
+      const body: V1Lease = { ...lease, spec: { ...lease.spec, holderIdentity: undefined, leaseDurationSeconds: 1, acquireTime: now, renewTime: now } };
+      await this.request('PUT', () => this.api.replaceNamespacedLeaseWithHttpInfo({ name: this.opts.name, namespace: this.opts.namespace, body }));
+      this.log.info('released the lease');
+    } catch (e) {
+      // The lease then simply expires after its duration; shutting down must go on.
+      this.log.warn('could not release the lease; a standby takes over when it expires', { err: e });
+    }
+  }
+
+  /**
+   * Stops at once without touching the Lease and without callbacks, as a crash (SIGKILL) would:
+   * others take over only after the lease duration. For tests and for a process about to exit.
+   */
+  stop(): void {
+    this.halt();
+  }
+
+  private halt(): void {
+    this.stopped = true;
+    this.leading = false;
+    if (this.sleeping) {
+      clearTimeout(this.sleeping.timer);
+      this.sleeping.wake();
+    }
+  }
+
+  private async campaign(): Promise<void> {
+    this.log.info('campaigning for leadership');
+    while (!this.stopped) {
+      await this.attempt();
+      if (this.stopped) break;
+      // Standbys jitter their polls (client-go uses factor 1.2) so they do not retry in lockstep.
+      const jitter = this.leading ? 1 : 1 + Math.random() * 0.2;
+      await this.sleep(this.opts.retryPeriodSeconds * 1000 * jitter);
+    }
+  }
+
+  /** One acquire-or-renew round and the leadership transitions it implies. */
+  private async attempt(): Promise<void> {
+    const deadlineMs = this.leading ? this.lastRenewMs + this.opts.renewDeadlineSeconds * 1000 : Date.now() + this.opts.renewDeadlineSeconds * 1000;
+    let outcome: { held: true; at: number } | { held: false; takenBy?: string };
+    try {
+      outcome = await withTimeout(this.tryAcquireOrRenew(), Math.max(deadlineMs - Date.now(), 1), 'lease request');
+    } catch (e) {
+      const code = statusOf(e);
+      if (code === 409) this.log.debug('lease update conflicted with another writer; retrying', {});
+      else this.log.warn('lease request failed', { err: e, code });
+      outcome = { held: false };
+    }
+    if (this.stopped) return;
+    if (outcome.held) {
+      this.lastRenewMs = outcome.at;
+      if (!this.leading) {
+        this.leading = true;
+        this.log.info('became leader');
+        this.callbacks?.onStartedLeading();
+      }
+      return;
+    }
+    if (!this.leading) return;
+    if (outcome.takenBy !== undefined) this.lose(`the lease is now held by ${outcome.takenBy}`);
+    else if (Date.now() >= deadlineMs) this.lose(`could not renew within ${this.opts.renewDeadlineSeconds}s`);
+  }
+
+  private lose(reason: string): void {
+    this.log.error('lost leadership', { reason });
+    this.halt();
+    this.callbacks?.onStoppedLeading();
+  }
+
+  /** Reads the Lease and claims or renews it when free, expired or ours. */
+  private async tryAcquireOrRenew(): Promise<{ held: true; at: number } | { held: false; takenBy?: string }> {
+    const { name, namespace, identity } = this.opts;
+    const now = new V1MicroTime();
+    const mine = { holderIdentity: identity, leaseDurationSeconds: this.opts.leaseDurationSeconds, renewTime: now };
+    let lease: V1Lease;
+    try {
+      lease = await this.request('GET', () => this.api.readNamespacedLeaseWithHttpInfo({ name, namespace }));
+    } catch (e) {
+      if (statusOf(e) !== 404) throw e;
+      const body: V1Lease = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name, namespace }, spec: { ...mine, acquireTime: now, leaseTransitions: 0 } };
+      await this.request('POST', () => this.api.createNamespacedLeaseWithHttpInfo({ namespace, body }));
+      this.observe(identity);
+      return { held: true, at: now.getTime() };
+    }
+    const spec = lease.spec ?? {};
+    const holder = spec.holderIdentity ?? '';
+    this.observe(holder);
+    const record = { holderIdentity: holder, renewTimeMs: timeMs(spec.renewTime), leaseDurationSeconds: spec.leaseDurationSeconds };
+    if (heldByOther(record, identity, now.getTime(), this.opts.leaseDurationSeconds)) {
+      return { held: false, takenBy: holder };
+    }
+    const takeover = holder !== identity;
+    const body: V1Lease = {
+      ...lease,
+      spec: {
+        ...spec,
+        ...mine,
+        acquireTime: takeover ? now : spec.acquireTime,
+        leaseTransitions: takeover ? (spec.leaseTransitions ?? 0) + 1 : spec.leaseTransitions,
+      },
+    };
+    // metadata.resourceVersion from the read makes this a compare-and-swap: 409 if anyone wrote since.
+    await this.request('PUT', () => this.api.replaceNamespacedLeaseWithHttpInfo({ name, namespace, body }));
+    if (takeover) this.log.info('took over the lease', { previousHolder: holder || undefined });
+    this.observe(identity);
+    return { held: true, at: now.getTime() };
+  }
+
+  private observe(holder: string): void {
+    if (holder === this.observedHolder) return;
+    this.observedHolder = holder;
+    if (holder !== '') {
+      this.log.info('new leader observed', { leader: holder });
+      if (!this.stopped) this.callbacks?.onNewLeader?.(holder);
+    }
+  }
+
+  private async request<T>(method: string, call: () => Promise<{ httpStatusCode: number; data: T }>): Promise<T> {
+    try {
+      const res = await call();
+      this.opts.onRequest?.(method, res.httpStatusCode);
+      return res.data;
+    } catch (e) {
+      this.opts.onRequest?.(method, statusOf(e) ?? '<error>');
+      throw e;
+    }
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((wake) => {
+      const timer = setTimeout(() => {
+        this.sleeping = undefined;
+        wake();
+      }, ms);
+      this.sleeping = { timer, wake };
+    });
+  }
+}
+
+/** Rejects when `promise` takes longer than `ms`; a hung API server must not stall the renew loop. */
+function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} timed out after ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}

@@ -1,0 +1,204 @@
+// Leader election against the real control plane: two candidates on one Lease.
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { CoordinationV1Api, KubeConfig, V1MicroTime } from '@kubernetes/client-node';
+import { AddressInfo, connect, createServer, Server, Socket } from 'node:net';
+import { LeaderCallbacks, LeaderElector } from '../../operator/leader.js';
+import { createTestNamespace, eventually, sharedCluster } from './cluster.js';
+
+const LEASE_DURATION = 3; // seconds; an integer, as the Lease field is
+const RENEW_DEADLINE = 2;
+const RETRY_PERIOD = 0.25;
+
+let kc: KubeConfig;
+let namespace: string;
+let leases: CoordinationV1Api;
+const electors: LeaderElector[] = [];
+let leaseCounter = 0;
+
+beforeAll(async () => {
+  kc = sharedCluster().kubeConfig;
+  namespace = await createTestNamespace(kc, 'leader');
+  leases = kc.makeApiClient(CoordinationV1Api);
+});
+
+afterEach(() => {
+  for (const e of electors.splice(0)) e.stop();
+});
+
+/** A candidate on `lease` with its event log; `kubeConfig` lets a test route it through a proxy. */
+function candidate(identity: string, lease: string, kubeConfig: KubeConfig = kc) {
+  const events: string[] = [];
+  const elector = new LeaderElector(kubeConfig, {
+    namespace,
+    name: lease,
+    identity,
+    leaseDurationSeconds: LEASE_DURATION,
+    renewDeadlineSeconds: RENEW_DEADLINE,
+    retryPeriodSeconds: RETRY_PERIOD,
+  });
+  electors.push(elector);
+  const callbacks: LeaderCallbacks = {
+    onStartedLeading: () => events.push('started'),
+    onStoppedLeading: () => events.push('stopped'),
+    onNewLeader: (who) => events.push(`leader:${who}`),
+  };
+  const done = elector.run(callbacks);
+  return { identity, elector, events, done };
+}
+
+function freshLease(): string {
+  return `lease-${++leaseCounter}`;
+}
+
+async function holder(lease: string): Promise<{ holder?: string; transitions?: number }> {
+  const l = await leases.readNamespacedLease({ name: lease, namespace });
+  return { holder: l.spec?.holderIdentity, transitions: l.spec?.leaseTransitions };
+}
+
+/** Starts two candidates and waits until one of them leads; returns [leader, standby]. */
+async function electOne(lease: string) {
+  const a = candidate('candidate-a', lease);
+  const b = candidate('candidate-b', lease);
+  await eventually('one candidate leads', async () => a.elector.isLeader() || b.elector.isLeader(), 20_000);
+  return a.elector.isLeader() ? [a, b] : [b, a];
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('LeaderElector on a real Lease', () => {
+  it('elects exactly one of two candidates and keeps it while it renews', async () => {
+    const lease = freshLease();
+    const [leader, standby] = await electOne(lease);
+    // Sample across more than two lease durations: renewals must keep the same single leader.
+    for (let i = 0; i < 28; i++) {
+      expect(leader!.elector.isLeader()).toBe(true);
+      expect(standby!.elector.isLeader()).toBe(false);
+      await sleep(250);
+    }
+    expect(await holder(lease)).toEqual({ holder: leader!.identity, transitions: 0 });
+    expect(leader!.events.filter((e) => e === 'started')).toHaveLength(1);
+    expect(standby!.events).toEqual([`leader:${leader!.identity}`]);
+  });
+
+  it('hands over within about one retry period when the leader releases the lease', async () => {
+    const lease = freshLease();
+    const [leader, standby] = await electOne(lease);
+    const t0 = Date.now();
+    await leader!.elector.release();
+    await leader!.done;
+    expect(leader!.elector.isLeader()).toBe(false);
+    await eventually('the standby takes over', async () => standby!.elector.isLeader(), 10_000);
+    const takeoverMs = Date.now() - t0;
+    process.stderr.write(`leader election: takeover after release took ${takeoverMs} ms (retry period ${RETRY_PERIOD * 1000} ms)\n`);
+    // Jittered retry (<= 1.2 periods) plus two API round trips; far below the lease duration.
+    expect(takeoverMs).toBeLessThan(RETRY_PERIOD * 1200 + 1000);
+    expect(await holder(lease)).toEqual({ holder: standby!.identity, transitions: 1 });
+    expect(leader!.events).not.toContain('stopped'); // a release is not a loss
+  });
+
+  it('replaces a leader that stops renewing (as after SIGKILL) once its lease expires', async () => {
+    const lease = freshLease();
+    const [leader, standby] = await electOne(lease);
+    // Wait for a renewal to land so the expiry is measured from a known recent renewTime.
+    await sleep(RETRY_PERIOD * 2000);
+    const t0 = Date.now();
+    leader!.elector.stop();
+    await eventually('the standby takes over the expired lease', async () => standby!.elector.isLeader(), 20_000);
+    const takeoverMs = Date.now() - t0;
+    process.stderr.write(`leader election: takeover after a silent leader took ${takeoverMs} ms (lease duration ${LEASE_DURATION * 1000} ms)\n`);
+    // Never before the lease could have expired (last renewal at most one retry period before stop).
+    expect(takeoverMs).toBeGreaterThanOrEqual((LEASE_DURATION - RETRY_PERIOD) * 1000 - 300);
+    expect(takeoverMs).toBeLessThan(LEASE_DURATION * 1000 + RETRY_PERIOD * 1200 + 1500);
+    expect(await holder(lease)).toEqual({ holder: standby!.identity, transitions: 1 });
+  });
+
+  it('steps down when another holder takes the lease', async () => {
+    const lease = freshLease();
+    const solo = candidate('candidate-solo', lease);
+    await eventually('the candidate leads', async () => solo.elector.isLeader(), 20_000);
+    const current = await leases.readNamespacedLease({ name: lease, namespace });
+    const now = new V1MicroTime();
+    await leases.replaceNamespacedLease({ name: lease, namespace, body: { ...current, spec: { ...current.spec, holderIdentity: 'intruder', renewTime: now, acquireTime: now } } });
+    await eventually('the candidate steps down', async () => solo.events.includes('stopped'), 10_000);
+    expect(solo.elector.isLeader()).toBe(false);
+    await solo.done;
+    expect(solo.events).toEqual(['leader:candidate-solo', 'started', 'leader:intruder', 'stopped']);
+  });
+
+  describe('when the API server becomes unreachable', () => {
+    let proxy: TcpProxy;
+    beforeAll(async () => {
+      proxy = await TcpProxy.start(new URL(sharedCluster().server));
+    });
+    afterAll(async () => proxy.close());
+
+    it('gives up leadership after the renew deadline and calls onStoppedLeading', async () => {
+      const lease = freshLease();
+      const viaProxy = kubeConfigFor(kc, `https://127.0.0.1:${proxy.port}`);
+      const leader = candidate('candidate-cut-off', lease, viaProxy);
+      await eventually('the candidate leads', async () => leader.elector.isLeader(), 20_000);
+      const t0 = Date.now();
+      proxy.cut();
+      await eventually('the leader steps down', async () => leader.events.includes('stopped'), 10_000);
+      const stepDownMs = Date.now() - t0;
+      process.stderr.write(`leader election: cut-off leader stepped down after ${stepDownMs} ms (renew deadline ${RENEW_DEADLINE * 1000} ms)\n`);
+      // It must stop leading before its lease could expire for others.
+      expect(stepDownMs).toBeLessThan(LEASE_DURATION * 1000);
+      expect(leader.elector.isLeader()).toBe(false);
+      await leader.done;
+    });
+  });
+});
+
+/** The same credentials against another server URL. */
+function kubeConfigFor(base: KubeConfig, server: string): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: base.clusters.map((c) => ({ ...c, server })),
+    users: base.users,
+    contexts: base.contexts,
+    currentContext: base.currentContext,
+  });
+  return kc;
+}
+
+/** A TCP relay to the real API server that a test can cut, to make the server unreachable. */
+class TcpProxy {
+  private readonly sockets = new Set<Socket>();
+  private refusing = false;
+  private readonly server: Server;
+
+  private constructor(target: URL) {
+    this.server = createServer((client) => {
+      if (this.refusing) return void client.destroy();
+      const upstream = connect(Number(target.port || 443), target.hostname);
+      for (const s of [client, upstream]) {
+        this.sockets.add(s);
+        s.on('close', () => this.sockets.delete(s));
+        s.on('error', () => undefined); // a cut connection errors; that is the point
+      }
+      client.pipe(upstream).pipe(client);
+    });
+  }
+
+  static async start(target: URL): Promise<TcpProxy> {
+    const proxy = new TcpProxy(target);
+    await new Promise<void>((r) => proxy.server.listen(0, '127.0.0.1', r));
+    return proxy;
+  }
+
+  get port(): number {
+    return (this.server.address() as AddressInfo).port;
+  }
+
+  /** Drops every open connection and refuses new ones. */
+  cut(): void {
+    this.refusing = true;
+    for (const s of this.sockets) s.destroy();
+  }
+
+  close(): Promise<void> {
+    this.cut();
+    return new Promise((r) => this.server.close(() => r()));
+  }
+}
