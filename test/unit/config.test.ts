@@ -1,0 +1,73 @@
+import { describe, expect, test } from '@jest/globals';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ConfigError, kindFromEnv, kindsFromFile, loadAppKinds, SAMPLE_KIND } from '../../lib/index.js';
+
+const WALKTHROUGH = { IMAGENAME: 'takeyan/flask:0.0.3', CLUSTERPORT: '5000', APPNAME: 'echoflask', VERSION: 'v1alpha1', GROUPNAME: 'swallowlab', CRKIND: 'EchoFlask' };
+const TAKARA = { IMAGENAME: 'memcached:1.6-alpine', CLUSTERPORT: '11211', APPNAME: 'takara', VERSION: 'v1alpha1', GROUPNAME: 'maho.takara.org', CRKIND: 'Takara' };
+
+function writeTemp(name: string, text: string): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'appkind-config-')), name);
+  writeFileSync(file, text);
+  return file;
+}
+
+describe('kind configuration', () => {
+  test('the six walkthrough variables give the walkthrough kind; GROUPNAME without a dot gets .com', () => {
+    expect(kindFromEnv(WALKTHROUGH)).toEqual({ ...SAMPLE_KIND, maxSize: 100 });
+  });
+
+  test('a second kind from the six variables', () => {
+    expect(kindFromEnv(TAKARA)).toEqual({
+      group: 'maho.takara.org', version: 'v1alpha1', kind: 'Takara', plural: 'takaras', image: 'memcached:1.6-alpine', port: 11211, appName: 'takara', maxSize: 100,
+    });
+  });
+
+  test('nothing configured means the sample kind', () => {
+    expect(loadAppKinds({})).toEqual([SAMPLE_KIND]);
+  });
+
+  test('some but not all six variables is an error that lists the missing ones', () => {
+    expect(() => kindFromEnv({ CRKIND: 'Takara', IMAGENAME: 'x' })).toThrow(/CRKIND, IMAGENAME set but GROUPNAME, VERSION, CLUSTERPORT, APPNAME missing/);
+  });
+
+  test.each([
+    [{ CRKIND: 'takara' }, /CRKIND "takara" is not a valid Kind; use UpperCamelCase/],
+    [{ CRKIND: 'Ta-kara' }, /CRKIND "Ta-kara" is not a valid Kind/],
+    [{ GROUPNAME: 'Maho_Takara.org' }, /GROUPNAME "Maho_Takara.org" is not a DNS subdomain/],
+    [{ CLUSTERPORT: '70000' }, /CLUSTERPORT is "70000", not an integer from 1 to 65535; set CLUSTERPORT/],
+    [{ CLUSTERPORT: 'http' }, /CLUSTERPORT is "http"/],
+    [{ VERSION: '1.0' }, /VERSION "1.0" is not a Kubernetes API version; use a form like v1/],
+    [{ APPNAME: 'Echo Flask' }, /APPNAME "Echo Flask" is not a lower-case DNS label/],
+    [{ IMAGENAME: 'a b' }, /IMAGENAME "a b" contains white space/],
+  ])('bad setting %j stops with a message naming the variable and the fix', (bad, message) => {
+    expect(() => kindFromEnv({ ...TAKARA, ...bad })).toThrow(ConfigError);
+    expect(() => kindFromEnv({ ...TAKARA, ...bad })).toThrow(message);
+  });
+
+  test('a config file lists several kinds (YAML)', () => {
+    const kinds = loadAppKinds({ APPKIND_CONFIG: join(import.meta.dirname, '..', '..', 'examples', 'appkinds.yaml') });
+    expect(kinds.map((k) => `${k.kind}.${k.group}/${k.version} ${k.image}:${k.port}`)).toEqual([
+      'EchoFlask.swallowlab.com/v1alpha1 takeyan/flask:0.0.3:5000',
+      'Takara.maho.takara.org/v1alpha1 memcached:1.6-alpine:11211',
+    ]);
+  });
+
+  test('the config file wins over the six variables; APPKIND_KINDS carries JSON', () => {
+    const file = writeTemp('kinds.json', JSON.stringify({ kinds: [{ group: 'a.example.com', version: 'v1', kind: 'Alpha', image: 'nginx', port: 80 }] }));
+    expect(loadAppKinds({ ...TAKARA, APPKIND_CONFIG: file }).map((k) => k.kind)).toEqual(['Alpha']);
+    expect(loadAppKinds({ APPKIND_KINDS: JSON.stringify([{ group: 'b.example.com', version: 'v2', kind: 'Beta', image: 'nginx', port: 80, maxSize: 5 }]) }))
+      .toEqual([{ group: 'b.example.com', version: 'v2', kind: 'Beta', plural: 'betas', image: 'nginx', port: 80, appName: 'beta', maxSize: 5 }]);
+  });
+
+  test('config file mistakes name the file, the entry and the field', () => {
+    const bad = writeTemp('bad.yaml', 'kinds:\n  - {group: ok.example.com, version: v1, kind: Good, image: nginx, port: 80}\n  - {group: ok.example.com, version: v1, kind: bad, image: nginx, port: 80}\n');
+    expect(() => kindsFromFile(bad)).toThrow(/bad\.yaml kinds\[1\]: kind "bad" is not a valid Kind/);
+    const twice = writeTemp('twice.yaml', 'kinds:\n  - {group: a.b.c, version: v1, kind: Same, image: x, port: 1}\n  - {group: a.b.c, version: v1, kind: Same, image: y, port: 2}\n');
+    expect(() => kindsFromFile(twice)).toThrow(/kind Same \(sames.a.b.c\) is listed twice/);
+    expect(() => kindsFromFile(writeTemp('empty.yaml', 'kinds: []\n'))).toThrow(/no kinds/);
+    expect(() => kindsFromFile('/nonexistent/appkinds.yaml')).toThrow(/APPKIND_CONFIG: cannot read \/nonexistent\/appkinds.yaml/);
+    expect(() => loadAppKinds({ APPKIND_KINDS: '{not json' })).toThrow(/APPKIND_KINDS: not valid JSON/);
+  });
+});

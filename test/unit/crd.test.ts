@@ -1,0 +1,88 @@
+import { describe, expect, test } from '@jest/globals';
+import { Testing } from 'cdk8s';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { AppKindCrd, crdFileName, crdYaml, kindsFromFile, SAMPLE_KIND, type AppKind } from '../../lib/index.js';
+
+type Schema = { type?: string; properties?: Record<string, Schema>; items?: Schema; minimum?: number; maximum?: number; minLength?: number; default?: unknown; [k: string]: unknown };
+type Version = {
+  name: string; schema: { openAPIV3Schema: Schema };
+  subresources: { status: object; scale: Record<string, string> };
+  additionalPrinterColumns: { name: string; jsonPath: string; type: string }[];
+};
+type Crd = { kind: string; metadata: { name: string }; spec: { group: string; scope: string; names: Record<string, unknown>; versions: Version[] } };
+
+const root = join(import.meta.dirname, '..', '..');
+
+function crdOf(appKind: AppKind): Crd {
+  const chart = Testing.chart();
+  new AppKindCrd(chart, 'crd', { appKind });
+  return (Testing.synth(chart) as Crd[])[0]!;
+}
+
+/** Structural schema: every node states its type, and nothing keeps unknown fields (so they are pruned). */
+function structuralProblems(schema: Schema, path: string): string[] {
+  const problems: string[] = [];
+  if (!schema.type) problems.push(`${path} has no type`);
+  if (schema['x-kubernetes-preserve-unknown-fields']) problems.push(`${path} preserves unknown fields`);
+  for (const [name, child] of Object.entries(schema.properties ?? {})) problems.push(...structuralProblems(child, `${path}.${name}`));
+  if (schema.items) problems.push(...structuralProblems(schema.items, `${path}[]`));
+  return problems;
+}
+
+describe('AppKindCrd', () => {
+  const crd = crdOf(SAMPLE_KIND);
+  const version = crd.spec.versions[0]!;
+  const schema = version.schema.openAPIV3Schema;
+  const spec = schema.properties!.spec!.properties!;
+  const status = schema.properties!.status!.properties!;
+
+  test('names the kind as the walkthrough did', () => {
+    expect(crd.metadata.name).toBe('echoflasks.swallowlab.com');
+    expect(crd.spec).toMatchObject({ group: 'swallowlab.com', scope: 'Namespaced', names: { kind: 'EchoFlask', plural: 'echoflasks', singular: 'echoflask', listKind: 'EchoFlaskList' } });
+    expect(version.name).toBe('v1alpha1');
+  });
+
+  test('is a structural schema that prunes unknown fields', () => {
+    expect(structuralProblems(schema, 'openAPIV3Schema')).toEqual([]);
+  });
+
+  test('validates size, image, port and nodePort', () => {
+    expect(spec.size).toMatchObject({ type: 'integer', minimum: 0, maximum: 100, default: 1 });
+    expect(spec.image).toMatchObject({ type: 'string', minLength: 1 });
+    expect(spec.port).toMatchObject({ type: 'integer', minimum: 1, maximum: 65535 });
+    expect(spec.nodePort).toMatchObject({ type: 'integer', minimum: 30000, maximum: 32767 });
+  });
+
+  test('the size maximum is per kind', () => {
+    const small = crdOf({ ...SAMPLE_KIND, maxSize: 7 });
+    expect(small.spec.versions[0]!.schema.openAPIV3Schema.properties!.spec!.properties!.size!.maximum).toBe(7);
+  });
+
+  test('has status and scale subresources wired to size, replicas and selector', () => {
+    expect(version.subresources.status).toEqual({});
+    expect(version.subresources.scale).toEqual({ specReplicasPath: '.spec.size', statusReplicasPath: '.status.replicas', labelSelectorPath: '.status.selector' });
+  });
+
+  test('has the printer columns Size, Ready, NodePort, Age', () => {
+    expect(version.additionalPrinterColumns.map((c) => [c.name, c.jsonPath])).toEqual([
+      ['Size', '.spec.size'], ['Ready', '.status.readyReplicas'], ['NodePort', '.status.nodePort'], ['Age', '.metadata.creationTimestamp'],
+    ]);
+  });
+
+  test('has the status schema the reconciler writes', () => {
+    expect(Object.keys(status).sort()).toEqual(['conditions', 'nodePort', 'nodes', 'observedGeneration', 'readyReplicas', 'replicas', 'selector']);
+    expect(status.nodes).toMatchObject({ type: 'array', items: { type: 'string' } });
+    expect(status.conditions).toMatchObject({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'] });
+    expect(Object.keys(status.conditions!.items!.properties!).sort()).toEqual(['lastTransitionTime', 'message', 'observedGeneration', 'reason', 'status', 'type']);
+  });
+
+  test('the YAML checked in under crd/ is what the construct generates (run `npm run crd` when this fails)', () => {
+    const kinds = kindsFromFile(join(root, 'examples', 'appkinds.yaml'));
+    expect(kinds.map((k) => k.kind)).toEqual(['EchoFlask', 'Takara']);
+    for (const kind of kinds) {
+      const checkedIn = readFileSync(join(root, 'crd', crdFileName(kind)), 'utf8');
+      expect(checkedIn).toBe(crdYaml(kind));
+    }
+  });
+});

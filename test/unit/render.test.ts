@@ -1,0 +1,54 @@
+import { describe, expect, test } from '@jest/globals';
+import { Testing } from 'cdk8s';
+import { EchoFlask, render, SAMPLE_KIND, sampleResource, Takara, type AppResource } from '../../lib/index.js';
+
+const cr = (spec: AppResource['spec'], namespace = 'default'): AppResource => ({
+  apiVersion: 'swallowlab.com/v1alpha1', kind: 'EchoFlask', metadata: { name: 'example-echoflask', namespace }, spec,
+});
+type Rendered = { kind: string; metadata: { name: string; namespace?: string }; spec: { replicas?: number; ports?: unknown[]; template?: { spec: { containers: { image: string; ports: unknown[] }[] } } } };
+const asList = (objs: unknown[]) => objs as Rendered[];
+
+describe('render', () => {
+  test('CR in, the Deployment and NodePort Service out, in the CR namespace', () => {
+    const [deployment, service] = asList(render(SAMPLE_KIND, cr({ size: 3 })));
+    expect(deployment).toMatchObject({ kind: 'Deployment', metadata: { name: 'example-echoflask-deployment', namespace: 'default' }, spec: { replicas: 3 } });
+    expect(deployment!.spec.template!.spec.containers[0]).toMatchObject({ image: 'takeyan/flask:0.0.3', ports: [{ containerPort: 5000 }] });
+    expect(service).toMatchObject({ kind: 'Service', metadata: { name: 'example-echoflask-svc', namespace: 'default' }, spec: { type: 'NodePort', ports: [{ port: 5000, targetPort: 5000 }] } });
+  });
+
+  test('the spec overrides the kind defaults', () => {
+    const [deployment, service] = asList(render(SAMPLE_KIND, cr({ size: 0, image: 'nginx:1.27', port: 8080, nodePort: 31000 }, 'shop')));
+    expect(deployment!.spec.replicas).toBe(0);
+    expect(deployment!.metadata.namespace).toBe('shop');
+    expect(deployment!.spec.template!.spec.containers[0]).toMatchObject({ image: 'nginx:1.27', ports: [{ containerPort: 8080 }] });
+    expect(service!.spec.ports).toEqual([{ name: 'http', port: 8080, targetPort: 8080, nodePort: 31000 }]);
+  });
+
+  test('a CR without spec gets one pod; a missing namespace stays unset', () => {
+    const [deployment] = asList(render(SAMPLE_KIND, { ...sampleResource(SAMPLE_KIND), spec: undefined }));
+    expect(deployment!.spec.replicas).toBe(1);
+    expect(deployment!.metadata.namespace).toBeUndefined();
+  });
+
+  test('is pure: the same CR gives equal output, and calls do not see each other', () => {
+    const first = render(SAMPLE_KIND, cr({ size: 2 }));
+    render(SAMPLE_KIND, cr({ size: 9 }));
+    expect(render(SAMPLE_KIND, cr({ size: 2 }))).toEqual(first);
+  });
+
+  test('bad spec values fail with the CR name in the message', () => {
+    expect(() => render(SAMPLE_KIND, cr({ port: 0 }))).toThrow(/example-echoflask: port 0/);
+  });
+});
+
+describe('typed CR classes (cdk8s import of our CRDs)', () => {
+  test('new EchoFlask(chart, id, { spec: { size: 3 } })', () => {
+    const chart = Testing.chart();
+    new EchoFlask(chart, 'x', { metadata: { name: 'example-echoflask' }, spec: { size: 3 } });
+    new Takara(chart, 'y', { metadata: { name: 'example-takara' }, spec: { size: 2, image: 'memcached:1.6' } });
+    expect(Testing.synth(chart)).toEqual([
+      { apiVersion: 'swallowlab.com/v1alpha1', kind: 'EchoFlask', metadata: { name: 'example-echoflask' }, spec: { size: 3 } },
+      { apiVersion: 'maho.takara.org/v1alpha1', kind: 'Takara', metadata: { name: 'example-takara' }, spec: { size: 2, image: 'memcached:1.6' } },
+    ]);
+  });
+});
