@@ -1,0 +1,261 @@
+import { ApiObject, Chart, JsonPatch } from 'cdk8s';
+import { k8s } from 'cdk8s-plus-27';
+import { Construct } from 'constructs';
+import { AppKind } from './appkind.js';
+import { AppKindCrd, crdName } from './crd.js';
+
+/** CPU and memory as Kubernetes quantity strings, e.g. `{ cpu: '50m', memory: '128Mi' }`. */
+export interface ResourceList {
+  readonly cpu?: string;
+  readonly memory?: string;
+}
+
+/** Requests and limits of the operator container. */
+export interface OperatorResources {
+  readonly requests?: ResourceList;
+  readonly limits?: ResourceList;
+}
+
+/** Default operator image: the walkthrough's OPERATOR_IMAGE, built from this repository's Dockerfile. */
+export const DEFAULT_OPERATOR_IMAGE = 'appkind-operator:0.1.0';
+/** Default namespace of the operator. */
+export const DEFAULT_OPERATOR_NAMESPACE = 'appkind-system';
+/** Default name of the operator's ServiceAccount, Deployment, RBAC objects and Lease. */
+export const DEFAULT_OPERATOR_NAME = 'appkind-operator';
+/** The user the image runs as (distroless "nonroot"); the Dockerfile uses the same. */
+export const OPERATOR_UID = 65532;
+/** Container ports of the operator. */
+export const METRICS_PORT = 8080;
+export const HEALTH_PORT = 8081;
+
+export interface OperatorBundleProps {
+  /** App kinds the operator serves; one CRD is rendered for each. */
+  readonly kinds: AppKind[];
+  /** Operator container image (the walkthrough's OPERATOR_IMAGE). @default "appkind-operator:0.1.0" */
+  readonly image?: string;
+  /** When the kubelet pulls the image. @default "IfNotPresent" */
+  readonly imagePullPolicy?: 'Always' | 'IfNotPresent' | 'Never';
+  /** Namespace the operator runs in (also where its Lease lives). @default "appkind-system" */
+  readonly namespace?: string;
+  /** Render the Namespace object itself. @default true */
+  readonly createNamespace?: boolean;
+  /** Name of the ServiceAccount, Deployment, Roles/ClusterRole, bindings and Lease. @default "appkind-operator" */
+  readonly name?: string;
+  /** Render the CRDs of the kinds (leave out when they are installed separately). @default true */
+  readonly crds?: boolean;
+  /** Namespaces whose CRs are reconciled; empty means all, with a ClusterRole instead of Roles. @default [] (all) */
+  readonly watchNamespaces?: string[];
+  /** Operator pods; leader election is always on, so extra replicas are hot standbys. @default 1 */
+  readonly replicas?: number;
+  /** CPU and memory requests and limits. @default requests 50m/128Mi, limits 500m/256Mi */
+  readonly resources?: OperatorResources;
+  /** Parallel reconciles (WORKERS). @default 2 */
+  readonly workers?: number;
+  /** LOG_LEVEL of the operator. @default "info" */
+  readonly logLevel?: 'debug' | 'info' | 'warn' | 'error';
+  /** LEASE_DURATION_SECONDS: how long a standby waits for a silent leader. @default 15 */
+  readonly leaseDurationSeconds?: number;
+  /** RENEW_DEADLINE_SECONDS: the leader steps down when it could not renew for this long. @default 10 */
+  readonly renewDeadlineSeconds?: number;
+  /** RETRY_PERIOD_SECONDS: time between lease attempts. @default 2 */
+  readonly retryPeriodSeconds?: number;
+  /** SHUTDOWN_GRACE_SECONDS: longest wait for in-flight reconciles on SIGTERM. @default 20 */
+  readonly shutdownGraceSeconds?: number;
+}
+
+/** RBAC rule: exact verbs, never `*`. */
+type Rule = k8s.PolicyRule;
+
+const CHILD_VERBS = ['get', 'list', 'watch', 'create', 'patch', 'update', 'delete'];
+
+/** Rules the reconciler needs wherever it reconciles CRs (cluster-wide or in one namespace). */
+export function reconcileRules(kinds: AppKind[]): Rule[] {
+  const byGroup = new Map<string, string[]>();
+  for (const k of kinds) byGroup.set(k.group, [...(byGroup.get(k.group) ?? []), k.plural]);
+  const crRules = [...byGroup.entries()]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .flatMap(([group, plurals]) => {
+      const resources = [...new Set(plurals)].sort();
+      return [
+        { apiGroups: [group], resources, verbs: ['get', 'list', 'watch', 'patch', 'update'] },
+        { apiGroups: [group], resources: resources.map((p) => `${p}/status`), verbs: ['get', 'patch', 'update'] },
+      ];
+    });
+  return [
+    ...crRules,
+    { apiGroups: ['apps'], resources: ['deployments'], verbs: CHILD_VERBS },
+    { apiGroups: [''], resources: ['services'], verbs: CHILD_VERBS },
+    { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
+    { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
+    { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
+  ];
+}
+
+/** Rules for leader election on the one Lease: create cannot be limited by name, get/update can. */
+export function leaseRules(leaseName: string): Rule[] {
+  return [
+    { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
+    { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: [leaseName], verbs: ['get', 'update'] },
+  ];
+}
+
+/** cdk8s gives every object its chart's namespace; a cluster-scoped object must not carry one. */
+function clusterScoped<T extends ApiObject>(obj: T): T {
+  if (Chart.of(obj).namespace) obj.addJsonPatch(JsonPatch.remove('/metadata/namespace'));
+  return obj;
+}
+
+function quantities(list: ResourceList | undefined): Record<string, k8s.Quantity> | undefined {
+  if (!list) return undefined;
+  const out: Record<string, k8s.Quantity> = {};
+  if (list.cpu) out.cpu = k8s.Quantity.fromString(list.cpu);
+  if (list.memory) out.memory = k8s.Quantity.fromString(list.memory);
+  return out;
+}
+
+/**
+ * Everything a cluster admin applies to run the operator in-cluster: the CRDs, an optional
+ * Namespace, a ServiceAccount, least-privilege RBAC (a ClusterRole when watching all namespaces,
+ * a Role per namespace otherwise, and a Role for the Lease) and the operator Deployment with
+ * probes, resources, a restrictive security context and the same env settings as local runs.
+ * Leader election is always on: even one replica overlaps with its successor during a rolling update.
+ */
+export class OperatorBundle extends Construct {
+  /** Namespace the operator runs in. */
+  public readonly namespace: string;
+  /** Name shared by the ServiceAccount, Deployment, RBAC objects and Lease. */
+  public readonly name: string;
+  /** The operator Deployment. */
+  public readonly deployment: k8s.KubeDeployment;
+  /** The operator's ServiceAccount. */
+  public readonly serviceAccount: k8s.KubeServiceAccount;
+  /** Labels selecting the operator pods. */
+  public readonly selectorLabels: Record<string, string>;
+
+  constructor(scope: Construct, id: string, props: OperatorBundleProps) {
+    super(scope, id);
+    if (props.kinds.length === 0) throw new Error('OperatorBundle: kinds is empty; give at least one app kind');
+    this.namespace = props.namespace ?? DEFAULT_OPERATOR_NAMESPACE;
+    this.name = props.name ?? DEFAULT_OPERATOR_NAME;
+    this.selectorLabels = { 'app.kubernetes.io/name': this.name, 'app.kubernetes.io/component': 'operator' };
+
+    if (props.crds ?? true) for (const appKind of props.kinds) clusterScoped(new AppKindCrd(this, crdName(appKind), { appKind }).crd);
+    if (props.createNamespace ?? true) clusterScoped(new k8s.KubeNamespace(this, 'Namespace', { metadata: { name: this.namespace } }));
+    this.serviceAccount = new k8s.KubeServiceAccount(this, 'ServiceAccount', { metadata: this.meta() });
+    this.addRbac(props);
+    this.deployment = new k8s.KubeDeployment(this, 'Deployment', { metadata: this.meta(), spec: this.deploymentSpec(props) });
+  }
+
+  private meta(namespace = this.namespace, name = this.name): k8s.ObjectMeta {
+    return { name, namespace, labels: { ...this.selectorLabels, 'app.kubernetes.io/part-of': 'cdk8s-appkind' } };
+  }
+
+  private addRbac(props: OperatorBundleProps): void {
+    const subjects: k8s.Subject[] = [{ kind: 'ServiceAccount', name: this.name, namespace: this.namespace }];
+    const rules = reconcileRules(props.kinds);
+    const watch = [...new Set(props.watchNamespaces ?? [])];
+    if (watch.length === 0) {
+      const { labels } = this.meta();
+      clusterScoped(new k8s.KubeClusterRole(this, 'ClusterRole', { metadata: { name: this.name, labels }, rules }));
+      clusterScoped(
+        new k8s.KubeClusterRoleBinding(this, 'ClusterRoleBinding', {
+          metadata: { name: this.name, labels },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: this.name },
+          subjects,
+        }),
+      );
+    }
+    for (const ns of watch) this.addRole(`Role-${ns}`, this.meta(ns), rules, subjects);
+    this.addRole('LeaderElectionRole', this.meta(this.namespace, `${this.name}-leader-election`), leaseRules(this.name), subjects);
+  }
+
+  private addRole(id: string, metadata: k8s.ObjectMeta, rules: Rule[], subjects: k8s.Subject[]): void {
+    new k8s.KubeRole(this, id, { metadata, rules });
+    new k8s.KubeRoleBinding(this, `${id}Binding`, {
+      metadata,
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: metadata.name! },
+      subjects,
+    });
+  }
+
+  /** Same variables as a local run (operator/settings.ts), so one configuration story fits both. */
+  private env(props: OperatorBundleProps): k8s.EnvVar[] {
+    const fromField = (name: string, fieldPath: string): k8s.EnvVar => ({ name, valueFrom: { fieldRef: { fieldPath } } });
+    const value = (name: string, v: string | number): k8s.EnvVar => ({ name, value: String(v) });
+    return [
+      value('APPKIND_KINDS', JSON.stringify(props.kinds)),
+      value('WATCH_NAMESPACE', (props.watchNamespaces ?? []).join(',')),
+      value('WORKERS', props.workers ?? 2),
+      value('LOG_LEVEL', props.logLevel ?? 'info'),
+      value('METRICS_PORT', METRICS_PORT),
+      value('HEALTH_PORT', HEALTH_PORT),
+      value('LEADER_ELECT', 'true'),
+      value('LEASE_NAME', this.name),
+      value('LEASE_DURATION_SECONDS', props.leaseDurationSeconds ?? 15),
+      value('RENEW_DEADLINE_SECONDS', props.renewDeadlineSeconds ?? 10),
+      value('RETRY_PERIOD_SECONDS', props.retryPeriodSeconds ?? 2),
+      value('SHUTDOWN_GRACE_SECONDS', props.shutdownGraceSeconds ?? 20),
+      // The Lease lives in POD_NAMESPACE (settings.ts), which is where the lease Role grants access.
+      fromField('POD_NAME', 'metadata.name'),
+      fromField('POD_NAMESPACE', 'metadata.namespace'),
+    ];
+  }
+
+  private deploymentSpec(props: OperatorBundleProps): k8s.DeploymentSpec {
+    const resources = props.resources ?? { requests: { cpu: '50m', memory: '128Mi' }, limits: { cpu: '500m', memory: '256Mi' } };
+    const probe = (path: string, periodSeconds: number): k8s.Probe => ({
+      httpGet: { path, port: k8s.IntOrString.fromString('health') },
+      periodSeconds,
+      timeoutSeconds: 2,
+      failureThreshold: 3,
+    });
+    return {
+      replicas: props.replicas ?? 1,
+      selector: { matchLabels: this.selectorLabels },
+      template: {
+        metadata: { labels: this.meta().labels },
+        spec: {
+          serviceAccountName: this.serviceAccount.name,
+          automountServiceAccountToken: true,
+          // Longer than SHUTDOWN_GRACE_SECONDS so in-flight reconciles finish and the lease is released.
+          terminationGracePeriodSeconds: (props.shutdownGraceSeconds ?? 20) + 10,
+          securityContext: {
+            runAsNonRoot: true,
+            runAsUser: OPERATOR_UID,
+            runAsGroup: OPERATOR_UID,
+            seccompProfile: { type: 'RuntimeDefault' },
+          },
+          containers: [
+            {
+              name: 'operator',
+              image: props.image ?? DEFAULT_OPERATOR_IMAGE,
+              imagePullPolicy: props.imagePullPolicy ?? 'IfNotPresent',
+              command: ['node', 'build/operator/main.js'],
+              env: this.env(props),
+              ports: [
+                { name: 'metrics', containerPort: METRICS_PORT, protocol: 'TCP' },
+                { name: 'health', containerPort: HEALTH_PORT, protocol: 'TCP' },
+              ],
+              livenessProbe: probe('/healthz', 10),
+              readinessProbe: probe('/readyz', 5),
+              resources: { requests: quantities(resources.requests), limits: quantities(resources.limits) },
+              securityContext: {
+                runAsNonRoot: true,
+                runAsUser: OPERATOR_UID,
+                runAsGroup: OPERATOR_UID,
+                readOnlyRootFilesystem: true,
+                allowPrivilegeEscalation: false,
+                privileged: false,
+                capabilities: { drop: ['ALL'] },
+                seccompProfile: { type: 'RuntimeDefault' },
+              },
+              // The root filesystem is read-only; Node and its libraries may still want a scratch /tmp.
+              volumeMounts: [{ name: 'tmp', mountPath: '/tmp' }],
+            },
+          ],
+          volumes: [{ name: 'tmp', emptyDir: { sizeLimit: k8s.Quantity.fromString('16Mi') } }],
+        },
+      },
+    };
+  }
+}

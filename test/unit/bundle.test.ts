@@ -1,0 +1,210 @@
+import { describe, expect, it } from '@jest/globals';
+import { Chart, Testing } from 'cdk8s';
+import { AppKind } from '../../lib/appkind.js';
+import { OperatorBundle, OperatorBundleProps } from '../../lib/bundle.js';
+import { kindsFromDocument, SAMPLE_KIND } from '../../lib/config.js';
+
+const TAKARA: AppKind = {
+  group: 'maho.takara.org',
+  version: 'v1alpha1',
+  kind: 'Takara',
+  plural: 'takaras',
+  image: 'memcached:1.6',
+  port: 11211,
+  appName: 'takara',
+};
+
+interface Manifest {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
+  rules?: { apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] }[];
+  roleRef?: { kind: string; name: string };
+  subjects?: { kind: string; name: string; namespace: string }[];
+  spec?: { replicas?: number; selector?: { matchLabels: Record<string, string> }; template?: { metadata: { labels: Record<string, string> }; spec: PodSpec } };
+}
+
+interface Container {
+  image: string;
+  command: string[];
+  env: { name: string; value?: string; valueFrom?: unknown }[];
+  ports: unknown[];
+  livenessProbe: { httpGet: unknown };
+  readinessProbe: { httpGet: unknown };
+  resources: unknown;
+  securityContext: unknown;
+}
+
+interface PodSpec {
+  serviceAccountName: string;
+  automountServiceAccountToken: boolean;
+  securityContext: unknown;
+  containers: Container[];
+}
+
+function synth(props: Partial<OperatorBundleProps> = {}, chartNamespace?: string): Manifest[] {
+  const chart = new Chart(Testing.app(), 'bundle', { namespace: chartNamespace });
+  new OperatorBundle(chart, 'operator', { kinds: [SAMPLE_KIND, TAKARA], ...props });
+  return Testing.synth(chart) as Manifest[];
+}
+
+const only = (objs: Manifest[], kind: string) => objs.filter((o) => o.kind === kind);
+const one = (objs: Manifest[], kind: string) => {
+  const found = only(objs, kind);
+  expect(found).toHaveLength(1);
+  return found[0]!;
+};
+const podSpec = (objs: Manifest[]): PodSpec => one(objs, 'Deployment').spec!.template!.spec;
+const container = (objs: Manifest[]): Container => podSpec(objs).containers[0]!;
+const envOf = (objs: Manifest[]): Record<string, unknown> => Object.fromEntries(container(objs).env.map((e) => [e.name, e.value ?? e.valueFrom]));
+
+const RECONCILE_RULES = [
+  { apiGroups: ['maho.takara.org'], resources: ['takaras'], verbs: ['get', 'list', 'watch', 'patch', 'update'] },
+  { apiGroups: ['maho.takara.org'], resources: ['takaras/status'], verbs: ['get', 'patch', 'update'] },
+  { apiGroups: ['swallowlab.com'], resources: ['echoflasks'], verbs: ['get', 'list', 'watch', 'patch', 'update'] },
+  { apiGroups: ['swallowlab.com'], resources: ['echoflasks/status'], verbs: ['get', 'patch', 'update'] },
+  { apiGroups: ['apps'], resources: ['deployments'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'update', 'delete'] },
+  { apiGroups: [''], resources: ['services'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'update', 'delete'] },
+  { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
+  { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
+  { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
+];
+
+const LEASE_RULES = [
+  { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
+  { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: ['appkind-operator'], verbs: ['get', 'update'] },
+];
+
+describe('OperatorBundle', () => {
+  it('matches the snapshot of the default bundle (CRDs aside: lib/crd.ts has its own tests)', () => {
+    expect(synth().filter((o) => o.kind !== 'CustomResourceDefinition')).toMatchSnapshot();
+  });
+
+  it('keeps a chart namespace off cluster-scoped objects and its own namespace on the rest', () => {
+    const objs = synth({}, 'elsewhere');
+    const clusterScoped = ['CustomResourceDefinition', 'Namespace', 'ClusterRole', 'ClusterRoleBinding'];
+    for (const o of objs) {
+      if (clusterScoped.includes(o.kind)) expect(o.metadata.namespace).toBeUndefined();
+      else expect(o.metadata.namespace).toBe('appkind-system');
+    }
+  });
+
+  it('renders one CRD per kind, the namespace, and the service account', () => {
+    const objs = synth();
+    expect(only(objs, 'CustomResourceDefinition').map((c) => c.metadata.name).sort()).toEqual(['echoflasks.swallowlab.com', 'takaras.maho.takara.org']);
+    expect(one(objs, 'Namespace').metadata.name).toBe('appkind-system');
+    expect(one(objs, 'ServiceAccount').metadata).toMatchObject({ name: 'appkind-operator', namespace: 'appkind-system' });
+    const noExtras = synth({ createNamespace: false, crds: false });
+    expect(only(noExtras, 'Namespace')).toHaveLength(0);
+    expect(only(noExtras, 'CustomResourceDefinition')).toHaveLength(0);
+  });
+
+  it('grants exactly the verbs the reconciler uses, cluster-wide when watching all namespaces', () => {
+    const objs = synth();
+    const clusterRole = one(objs, 'ClusterRole');
+    expect(clusterRole.metadata.namespace).toBeUndefined();
+    expect(clusterRole.rules).toEqual(RECONCILE_RULES);
+    expect(one(objs, 'ClusterRoleBinding')).toMatchObject({
+      roleRef: { kind: 'ClusterRole', name: 'appkind-operator' },
+      subjects: [{ kind: 'ServiceAccount', name: 'appkind-operator', namespace: 'appkind-system' }],
+    });
+    // The only Role is the lease Role, in the operator's namespace.
+    const role = one(objs, 'Role');
+    expect(role.metadata).toMatchObject({ name: 'appkind-operator-leader-election', namespace: 'appkind-system' });
+    expect(role.rules).toEqual(LEASE_RULES);
+    expect(one(objs, 'RoleBinding')).toMatchObject({ metadata: { namespace: 'appkind-system' }, roleRef: { kind: 'Role', name: 'appkind-operator-leader-election' } });
+  });
+
+  it('never grants a wildcard, secrets, or anything beyond the listed resources', () => {
+    for (const objs of [synth(), synth({ watchNamespaces: ['team-a'] })]) {
+      const rules = [...only(objs, 'ClusterRole'), ...only(objs, 'Role')].flatMap((r) => r.rules ?? []);
+      const text = JSON.stringify(rules);
+      expect(text).not.toContain('*');
+      expect(text).not.toContain('secrets');
+      expect(text).not.toContain('configmaps');
+      expect(new Set(rules.flatMap((r) => r.resources))).toEqual(
+        new Set(['echoflasks', 'echoflasks/status', 'takaras', 'takaras/status', 'deployments', 'services', 'pods', 'events', 'leases']),
+      );
+    }
+  });
+
+  it('uses a Role and RoleBinding per watched namespace and no ClusterRole otherwise', () => {
+    const objs = synth({ watchNamespaces: ['team-a', 'team-b'] });
+    expect(only(objs, 'ClusterRole')).toHaveLength(0);
+    expect(only(objs, 'ClusterRoleBinding')).toHaveLength(0);
+    const roles = only(objs, 'Role');
+    const byNs = (ns: string) => roles.find((r) => r.metadata.namespace === ns && r.metadata.name === 'appkind-operator');
+    expect(byNs('team-a')?.rules).toEqual(RECONCILE_RULES);
+    expect(byNs('team-b')?.rules).toEqual(RECONCILE_RULES);
+    expect(roles.find((r) => r.metadata.name === 'appkind-operator-leader-election')?.metadata.namespace).toBe('appkind-system');
+    const bindings = only(objs, 'RoleBinding');
+    expect(bindings.map((b) => `${b.metadata.namespace}/${b.roleRef!.name}`).sort()).toEqual([
+      'appkind-system/appkind-operator-leader-election',
+      'team-a/appkind-operator',
+      'team-b/appkind-operator',
+    ]);
+    for (const b of bindings) expect(b.subjects).toEqual([{ kind: 'ServiceAccount', name: 'appkind-operator', namespace: 'appkind-system' }]);
+    expect(envOf(objs).WATCH_NAMESPACE).toBe('team-a,team-b');
+  });
+
+  it('runs the operator non-root with a read-only root filesystem, no privilege escalation and no capabilities', () => {
+    const objs = synth();
+    const pod = podSpec(objs);
+    expect(pod.serviceAccountName).toBe('appkind-operator');
+    expect(pod.automountServiceAccountToken).toBe(true);
+    expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 65532, seccompProfile: { type: 'RuntimeDefault' } });
+    expect(container(objs).securityContext).toEqual({
+      runAsNonRoot: true,
+      runAsUser: 65532,
+      runAsGroup: 65532,
+      readOnlyRootFilesystem: true,
+      allowPrivilegeEscalation: false,
+      privileged: false,
+      capabilities: { drop: ['ALL'] },
+      seccompProfile: { type: 'RuntimeDefault' },
+    });
+  });
+
+  it('probes /healthz and /readyz on 8081, exposes metrics on 8080, and sets requests and limits', () => {
+    const c = container(synth({ image: 'registry.example/appkind-operator:1.2.3' }));
+    expect(c.image).toBe('registry.example/appkind-operator:1.2.3');
+    expect(c.command).toEqual(['node', 'build/operator/main.js']);
+    expect(c.ports).toEqual([
+      { name: 'metrics', containerPort: 8080, protocol: 'TCP' },
+      { name: 'health', containerPort: 8081, protocol: 'TCP' },
+    ]);
+    expect(c.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'health' });
+    expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'health' });
+    expect(c.resources).toEqual({ requests: { cpu: '50m', memory: '128Mi' }, limits: { cpu: '500m', memory: '256Mi' } });
+  });
+
+  it('configures the operator through the same env settings as a local run', () => {
+    const objs = synth({ replicas: 2, logLevel: 'debug', workers: 4, leaseDurationSeconds: 30 });
+    const env = envOf(objs);
+    expect(kindsFromDocument(JSON.parse(env.APPKIND_KINDS as string), 'APPKIND_KINDS').map((k) => k.kind)).toEqual(['EchoFlask', 'Takara']);
+    expect(env).toMatchObject({
+      WATCH_NAMESPACE: '',
+      LEADER_ELECT: 'true',
+      LEASE_NAME: 'appkind-operator',
+      LEASE_DURATION_SECONDS: '30',
+      METRICS_PORT: '8080',
+      HEALTH_PORT: '8081',
+      LOG_LEVEL: 'debug',
+      WORKERS: '4',
+      POD_NAME: { fieldRef: { fieldPath: 'metadata.name' } },
+      POD_NAMESPACE: { fieldRef: { fieldPath: 'metadata.namespace' } },
+    });
+    expect(one(objs, 'Deployment').spec!.replicas).toBe(2);
+  });
+
+  it('selects its pods by fixed labels, independent of the construct path', () => {
+    const d = one(synth(), 'Deployment');
+    expect(d.metadata).toMatchObject({ name: 'appkind-operator', namespace: 'appkind-system' });
+    expect(d.spec!.selector).toEqual({ matchLabels: { 'app.kubernetes.io/name': 'appkind-operator', 'app.kubernetes.io/component': 'operator' } });
+    expect(d.spec!.template!.metadata.labels).toMatchObject(d.spec!.selector!.matchLabels);
+  });
+
+  it('refuses an empty list of kinds', () => {
+    expect(() => synth({ kinds: [] })).toThrow(/kinds is empty/);
+  });
+});
