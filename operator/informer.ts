@@ -1,0 +1,187 @@
+import { KubeConfig, KubernetesObject, KubernetesObjectApi, Watch } from '@kubernetes/client-node';
+import { apiFailure, objectKey, plain, sleep } from './kube.js';
+import { Logger } from './log.js';
+
+/** What to list and watch. */
+export interface InformerSource {
+  readonly apiVersion: string;
+  readonly kind: string;
+  /** Resource name in URLs, e.g. `deployments`. */
+  readonly plural: string;
+  /** One namespace, or all when unset. */
+  readonly namespace?: string;
+  readonly labelSelector?: string;
+}
+
+export type InformerEventType = 'add' | 'update' | 'delete';
+export type InformerHandler<T> = (type: InformerEventType, obj: T) => void;
+
+export interface InformerOptions {
+  /** A watch that delivers nothing (not even a bookmark) for this long is dropped and the cache relisted. */
+  readonly staleMs: number;
+  readonly log: Logger;
+  /** Called for every list and watch request, for metrics. */
+  readonly onRequest?: (verb: string, code: number) => void;
+}
+
+/**
+ * A list+watch cache of one resource. Unlike client-node's informer it never stops: errors and
+ * 410 Gone relist, a server-closed watch resumes from the last resourceVersion, and a watchdog
+ * relists when the watch goes silent (client-node's watch can stall without an error).
+ */
+export class Informer<T extends KubernetesObject = KubernetesObject> {
+  private store = new Map<string, T>();
+  private resourceVersion?: string;
+  private stopped = false;
+  private synced = false;
+  private abort?: AbortController;
+  private lastHeard = Date.now();
+  private readonly firstSync: Promise<void>;
+  private resolveFirstSync!: () => void;
+
+  constructor(
+    private readonly kc: KubeConfig,
+    readonly source: InformerSource,
+    private readonly handler: InformerHandler<T>,
+    private readonly opts: InformerOptions,
+  ) {
+    this.firstSync = new Promise((resolve) => (this.resolveFirstSync = resolve));
+  }
+
+  /** Starts the loop; resolves once the first list is in the cache. */
+  start(): Promise<void> {
+    void this.loop();
+    return this.firstSync;
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.abort?.abort();
+  }
+
+  get hasSynced(): boolean {
+    return this.synced;
+  }
+
+  list(): T[] {
+    return [...this.store.values()];
+  }
+
+  get(namespace: string | undefined, name: string): T | undefined {
+    return this.store.get(namespace ? `${namespace}/${name}` : name);
+  }
+
+  private get path(): string {
+    const { apiVersion, plural, namespace } = this.source;
+    const base = apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
+    return namespace ? `${base}/namespaces/${namespace}/${plural}` : `${base}/${plural}`;
+  }
+
+  private async loop(): Promise<void> {
+    let failures = 0;
+    while (!this.stopped) {
+      try {
+        if (!this.resourceVersion) await this.relist();
+        await this.watchOnce();
+        failures = 0;
+      } catch (e) {
+        const f = apiFailure(e);
+        this.resourceVersion = undefined;
+        failures++;
+        this.opts.log.warn('watch failed; relisting', { resource: this.path, code: f.code, error: f.message, failures });
+        await sleep(Math.min(200 * 2 ** failures, 10_000));
+      }
+    }
+  }
+
+  private async relist(): Promise<void> {
+    const { apiVersion, kind, namespace, labelSelector } = this.source;
+    const api = KubernetesObjectApi.makeApiClient(this.kc);
+    let list;
+    try {
+      list = await api.list<T>(apiVersion, kind, namespace, undefined, undefined, undefined, undefined, labelSelector);
+      this.opts.onRequest?.('LIST', 200);
+    } catch (e) {
+      this.opts.onRequest?.('LIST', apiFailure(e).code);
+      throw e;
+    }
+    const fresh = new Map<string, T>();
+    for (const item of list.items) {
+      const obj = plain({ ...item, apiVersion, kind }) as T;
+      fresh.set(objectKey(obj), obj);
+    }
+    const old = this.store;
+    this.store = fresh;
+    this.resourceVersion = list.metadata?.resourceVersion;
+    this.lastHeard = Date.now();
+    for (const [key, obj] of fresh) {
+      const before = old.get(key);
+      if (!before) this.handler('add', obj);
+      else if (before.metadata?.resourceVersion !== obj.metadata?.resourceVersion) this.handler('update', obj);
+    }
+    for (const [key, obj] of old) if (!fresh.has(key)) this.handler('delete', obj);
+    if (!this.synced) {
+      this.synced = true;
+      this.resolveFirstSync();
+    }
+  }
+
+  /** One watch request; resolves when the server or the watchdog ends it. */
+  private async watchOnce(): Promise<void> {
+    if (this.stopped) return;
+    let failure: unknown;
+    await new Promise<void>((resolve) => {
+      const watchdog = setInterval(() => {
+        if (Date.now() - this.lastHeard > this.opts.staleMs) {
+          this.opts.log.warn('watch silent too long; relisting', { resource: this.path, silentSeconds: Math.round((Date.now() - this.lastHeard) / 1000) });
+          this.resourceVersion = undefined;
+          this.abort?.abort();
+          resolve();
+        }
+      }, Math.min(this.opts.staleMs / 4, 5_000));
+      watchdog.unref();
+      const finish = (err: unknown) => {
+        clearInterval(watchdog);
+        if (err && !this.stopped && (err as { name?: string }).name !== 'AbortError') failure = err;
+        resolve();
+      };
+      const query = {
+        resourceVersion: this.resourceVersion,
+        allowWatchBookmarks: true,
+        labelSelector: this.source.labelSelector,
+        // The server ends the watch now and then; we resume from the last resourceVersion.
+        timeoutSeconds: 240 + Math.floor(Math.random() * 120),
+      };
+      this.lastHeard = Date.now();
+      new Watch(this.kc).watch(this.path, query, (type, obj) => this.onWatchEvent(type, obj as T), finish)
+        .then((controller) => {
+          this.abort = controller;
+          if (this.stopped) controller.abort();
+        }, finish);
+    });
+    if (failure) throw failure;
+  }
+
+  private onWatchEvent(type: string, obj: T): void {
+    this.lastHeard = Date.now();
+    if (type === 'ERROR') {
+      // 410 Gone (resourceVersion too old) and friends: start over from a fresh list.
+      this.opts.log.info('watch error event; relisting', { resource: this.path, status: (obj as { message?: string }).message });
+      this.resourceVersion = undefined;
+      this.abort?.abort();
+      return;
+    }
+    this.resourceVersion = obj.metadata?.resourceVersion ?? this.resourceVersion;
+    if (type === 'BOOKMARK') return;
+    const full = { ...obj, apiVersion: this.source.apiVersion, kind: this.source.kind } as T;
+    const key = objectKey(full);
+    if (type === 'DELETED') {
+      this.store.delete(key);
+      this.handler('delete', full);
+    } else {
+      const existed = this.store.has(key);
+      this.store.set(key, full);
+      this.handler(existed ? 'update' : 'add', full);
+    }
+  }
+}

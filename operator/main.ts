@@ -1,0 +1,95 @@
+#!/usr/bin/env node
+// The operator process: `npm run operator` against the current kubeconfig, or in a cluster with the
+// pod's ServiceAccount (client-node's loadFromDefault picks KUBECONFIG, ~/.kube/config or in-cluster).
+import { KubeConfig } from '@kubernetes/client-node';
+import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { ConfigError } from '../lib/config.js';
+import { startProbeServers } from './health.js';
+import { LeaderElector } from './leader.js';
+import { createLogger, Logger } from './log.js';
+import { OperatorMetrics } from './metrics.js';
+import { Operator } from './operator.js';
+import { loadSettings, OperatorSettings } from './settings.js';
+
+const IN_CLUSTER_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
+
+function leaseNamespace(settings: OperatorSettings): string {
+  if (settings.leaseNamespace) return settings.leaseNamespace;
+  try {
+    return readFileSync(IN_CLUSTER_NAMESPACE, 'utf8').trim();
+  } catch {
+    return 'default';
+  }
+}
+
+async function run(settings: OperatorSettings, log: Logger): Promise<void> {
+  const kc = new KubeConfig();
+  kc.loadFromDefault();
+  const metrics = new OperatorMetrics();
+  const operator = new Operator(kc, settings, log, metrics);
+  const servers = await startProbeServers({ metricsPort: settings.metricsPort, healthPort: settings.healthPort, ready: () => operator.ready(), metrics });
+  log.info('operator starting', {
+    kinds: settings.kinds.map((k) => `${k.kind}.${k.group}/${k.version}`), server: kc.getCurrentCluster()?.server,
+    metricsPort: servers.metricsPort, healthPort: servers.healthPort, leaderElect: settings.leaderElect,
+  });
+
+  const elector = settings.leaderElect
+    ? new LeaderElector(kc, {
+      namespace: leaseNamespace(settings), name: settings.leaseName, identity: settings.identity ?? `${hostname()}_${process.pid}`,
+      leaseDurationSeconds: settings.leaseDurationSeconds, renewDeadlineSeconds: settings.renewDeadlineSeconds, retryPeriodSeconds: settings.retryPeriodSeconds,
+      log, onRequest: (method, code) => metrics.apiRequest(method, code),
+    })
+    : undefined;
+
+  let stopping = false;
+  const shutdown = async (signal: string, code: number) => {
+    if (stopping) return;
+    stopping = true;
+    log.info('shutting down', { signal, graceSeconds: settings.shutdownGraceSeconds });
+    const finished = await operator.stop(settings.shutdownGraceSeconds * 1000);
+    if (!finished) log.warn('in-flight reconciles did not finish within the grace period');
+    await elector?.release();
+    await servers.close();
+    log.info('stopped', { signal });
+    process.exit(code);
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM', 0));
+  process.on('SIGINT', () => void shutdown('SIGINT', 0));
+
+  await operator.startCaches();
+  if (!elector) {
+    operator.startWorkers();
+    return;
+  }
+  metrics.leader(settings.leaseName, false);
+  void elector.run({
+    onStartedLeading: () => {
+      metrics.leader(settings.leaseName, true);
+      log.info('became leader', { lease: settings.leaseName });
+      operator.startWorkers();
+    },
+    // Like controller-runtime: a replica that lost the lease exits and is restarted as a standby.
+    onStoppedLeading: () => {
+      metrics.leader(settings.leaseName, false);
+      log.error('lost leadership; exiting');
+      void shutdown('leader-lost', 1);
+    },
+    onNewLeader: (identity) => log.info('leader is', { identity }),
+  });
+}
+
+let settings: OperatorSettings;
+try {
+  settings = loadSettings(process.env);
+} catch (e) {
+  if (!(e instanceof ConfigError)) throw e;
+  process.stderr.write(`appkind-operator: ${e.message}\n`);
+  process.exit(2);
+}
+const log = createLogger(settings.logLevel);
+process.on('unhandledRejection', (reason) => log.error('unhandled rejection', { error: reason }));
+run(settings, log).catch((e: unknown) => {
+  log.error('operator failed to start', { error: e });
+  process.exit(1);
+});

@@ -1,0 +1,100 @@
+import { CustomObjectsApi, KubeConfig, KubernetesObject, KubernetesObjectApi, V1Deployment, V1Pod, V1Service } from '@kubernetes/client-node';
+import { INSTANCE_LABEL, NAME_LABEL } from '../lib/app.js';
+import { AppKind, apiVersionOf } from '../lib/appkind.js';
+import { ResourceCache } from './cache.js';
+import { EventRecorder } from './events.js';
+import { Informer, InformerSource } from './informer.js';
+import { Logger } from './log.js';
+import { OperatorMetrics, queueHooks } from './metrics.js';
+import { WorkQueue } from './queue.js';
+import { CachedResource, CHILD_SELECTOR, controllerOf, Reconciler, resourceKey } from './reconcile.js';
+import { OperatorSettings } from './settings.js';
+
+/**
+ * The operator's wiring, top-down: for each kind watch its CRs (For), and watch the Deployments,
+ * Services and pods carrying our label (Owns); every event becomes a queue key of the owning CR.
+ */
+export class Operator {
+  readonly queue: WorkQueue;
+  private readonly caches: ResourceCache<KubernetesObject>[] = [];
+  private readonly kinds: Map<string, AppKind>;
+
+  constructor(kc: KubeConfig, private readonly settings: OperatorSettings, private readonly log: Logger, metrics: OperatorMetrics) {
+    this.kinds = new Map(settings.kinds.map((k) => [k.kind, k]));
+    const onRequest = (verb: string, code: number) => metrics.apiRequest(verb, code);
+    const watch = <T extends KubernetesObject>(source: Omit<InformerSource, 'namespace'>, onEvent: (obj: T) => void) => {
+      const namespaces = settings.namespaces.length ? settings.namespaces : [undefined];
+      const informers = namespaces.map((namespace) => new Informer<T>(kc, { ...source, namespace }, (_type, obj) => onEvent(obj), {
+        staleMs: settings.watchStaleSeconds * 1000, log, onRequest,
+      }));
+      const cache = new ResourceCache<T>(informers);
+      this.caches.push(cache as unknown as ResourceCache<KubernetesObject>);
+      return cache;
+    };
+
+    const resources = new Map<string, ResourceCache<CachedResource>>();
+    for (const kind of settings.kinds) {
+      resources.set(kind.kind, watch<CachedResource>({ apiVersion: apiVersionOf(kind), kind: kind.kind, plural: kind.plural }, (cr) => this.enqueue(kind.kind, cr)));
+    }
+    const child = { labelSelector: CHILD_SELECTOR };
+    const deployments = watch<V1Deployment>({ apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments', ...child }, (o) => this.enqueueOwner(o));
+    const services = watch<V1Service>({ apiVersion: 'v1', kind: 'Service', plural: 'services', ...child }, (o) => this.enqueueOwner(o));
+    const pods = watch<V1Pod>({ apiVersion: 'v1', kind: 'Pod', plural: 'pods', ...child }, (o) => this.enqueueByLabels(o));
+
+    const reconciler = new Reconciler({
+      kinds: this.kinds, resources, deployments, services, pods,
+      objects: KubernetesObjectApi.makeApiClient(kc),
+      customObjects: kc.makeApiClient(CustomObjectsApi),
+      events: new EventRecorder(kc, settings.fieldManager, log, onRequest),
+      fieldManager: settings.fieldManager,
+      log,
+      onRequest,
+    });
+    // One queue for all kinds; a key's first segment is its kind, the metrics' controller label.
+    this.queue = new WorkQueue((key) => reconciler.reconcile(key), { workers: settings.workers }, queueHooks(metrics, 'appkind', (key) => key.split('/')[0]!));
+  }
+
+  /** Starts every watch; resolves when all caches hold their first list. */
+  async startCaches(): Promise<void> {
+    await Promise.all(this.caches.map((c) => c.start()));
+    this.log.info('caches synced', { kinds: [...this.kinds.keys()], namespaces: this.settings.namespaces.length ? this.settings.namespaces : 'all' });
+  }
+
+  /** Starts reconciling (on becoming leader, or at once without leader election). */
+  startWorkers(): void {
+    this.queue.start();
+    this.log.info('workers started', { workers: this.settings.workers });
+  }
+
+  /** All caches synced: /readyz passes. */
+  ready(): boolean {
+    return this.caches.every((c) => c.synced);
+  }
+
+  /** Stops taking work, waits for in-flight reconciles up to graceMs, stops the watches. */
+  async stop(graceMs: number): Promise<boolean> {
+    const finished = await this.queue.shutdown(graceMs);
+    for (const c of this.caches) c.stop();
+    return finished;
+  }
+
+  private enqueue(kind: string, obj: KubernetesObject): void {
+    this.queue.add(resourceKey(kind, obj.metadata!.namespace!, obj.metadata!.name!));
+  }
+
+  private enqueueOwner(obj: KubernetesObject): void {
+    const owner = controllerOf(obj);
+    const kind = owner && this.kinds.get(owner.kind);
+    if (kind && owner.apiVersion === apiVersionOf(kind)) this.queue.add(resourceKey(kind.kind, obj.metadata!.namespace!, owner.name));
+  }
+
+  /** A pod belongs to the CR named by its instance label, of every kind whose app name it carries. */
+  private enqueueByLabels(pod: KubernetesObject): void {
+    const labels = pod.metadata?.labels ?? {};
+    const instance = labels[INSTANCE_LABEL];
+    if (!instance) return;
+    for (const kind of this.kinds.values()) {
+      if (labels[NAME_LABEL] === kind.appName) this.queue.add(resourceKey(kind.kind, pod.metadata!.namespace!, instance));
+    }
+  }
+}

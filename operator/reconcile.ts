@@ -1,0 +1,188 @@
+import {
+  CustomObjectsApi, KubernetesObject, KubernetesObjectApi, PatchStrategy, setHeaderOptions, V1Deployment, V1OwnerReference, V1Pod, V1Service,
+} from '@kubernetes/client-node';
+import { AppKind, AppResource } from '../lib/appkind.js';
+import { appPropsFor, KubeObject, render } from '../lib/render.js';
+import { INSTANCE_LABEL, MANAGED_BY_LABEL, DEFAULT_MANAGED_BY, NAME_LABEL } from '../lib/app.js';
+import { needsApply, serverSideApply } from './apply.js';
+import { ResourceCache } from './cache.js';
+import { EventRecorder } from './events.js';
+import { apiFailure, describeObject } from './kube.js';
+import { Logger } from './log.js';
+import { AppStatus, computeStatus, ReconcileFailure, statusEqual } from './status.js';
+
+/** A CR as cached: an app resource with the status we wrote. */
+export type CachedResource = AppResource & KubernetesObject & { status?: Partial<AppStatus> };
+
+/** The label every child carries; the operator's caches of Deployments, Services and pods select on it. */
+export const CHILD_SELECTOR = `${MANAGED_BY_LABEL}=${DEFAULT_MANAGED_BY}`;
+
+/** A reconcile that could not converge; the queue retries it with backoff. */
+export class ReconcileError extends Error {
+  constructor(readonly failure: ReconcileFailure) {
+    super(`${failure.reason}: ${failure.message}`);
+  }
+}
+
+export interface ReconcilerDeps {
+  readonly kinds: ReadonlyMap<string, AppKind>;
+  readonly resources: ReadonlyMap<string, ResourceCache<CachedResource>>;
+  readonly deployments: ResourceCache<V1Deployment>;
+  readonly services: ResourceCache<V1Service>;
+  readonly pods: ResourceCache<V1Pod>;
+  readonly objects: KubernetesObjectApi;
+  readonly customObjects: CustomObjectsApi;
+  readonly events: EventRecorder;
+  readonly fieldManager: string;
+  readonly log: Logger;
+  readonly onRequest: (verb: string, code: number) => void;
+  readonly now?: () => Date;
+}
+
+/** Queue key of a CR. */
+export function resourceKey(kind: string, namespace: string, name: string): string {
+  return `${kind}/${namespace}/${name}`;
+}
+
+/** The controller ownerReference of an object, if any. */
+export function controllerOf(obj: KubernetesObject): V1OwnerReference | undefined {
+  return obj.metadata?.ownerReferences?.find((r) => r.controller);
+}
+
+/**
+ * reconcile(key): level-based and idempotent. Reads the CR and its children from the caches,
+ * applies what render() gives when it differs from the live objects, prunes children no longer
+ * rendered, and writes status only when it changed.
+ */
+export class Reconciler {
+  constructor(private readonly deps: ReconcilerDeps) {}
+
+  async reconcile(key: string): Promise<void> {
+    const [kindName, namespace, name] = key.split('/') as [string, string, string];
+    const kind = this.deps.kinds.get(kindName);
+    const cr = this.deps.resources.get(kindName)?.get(namespace, name);
+    if (!kind || !cr || cr.metadata.deletionTimestamp) return; // gone: the garbage collector removes the children
+    const log = this.deps.log.child({ key });
+
+    let failure: ReconcileFailure | undefined;
+    let desired: KubeObject[] = [];
+    try {
+      desired = render(kind, cr).map((obj) => this.owned(obj, cr));
+    } catch (e) {
+      failure = { reason: 'InvalidSpec', message: (e as Error).message };
+    }
+    for (const obj of desired) {
+      failure ??= await this.applyOne(obj, cr, log);
+    }
+    if (!failure) failure = await this.prune(cr, desired, log);
+    await this.writeStatus(kind, cr, failure, log);
+    if (failure) {
+      const previous = cr.status?.conditions?.find((c) => c.type === 'Degraded');
+      if (previous?.status !== 'True' || previous.message !== failure.message) {
+        await this.deps.events.record(cr, 'Warning', failure.reason, failure.message);
+      }
+      throw new ReconcileError(failure);
+    }
+  }
+
+  private owned(obj: KubeObject, cr: CachedResource): KubeObject {
+    const owner: V1OwnerReference = {
+      apiVersion: cr.apiVersion, kind: cr.kind, name: cr.metadata.name, uid: cr.metadata.uid!, controller: true, blockOwnerDeletion: true,
+    };
+    return { ...obj, metadata: { ...obj.metadata, namespace: cr.metadata.namespace, ownerReferences: [owner] } } as KubeObject;
+  }
+
+  private cacheFor(kind: string): ResourceCache<KubernetesObject> | undefined {
+    if (kind === 'Deployment') return this.deps.deployments;
+    if (kind === 'Service') return this.deps.services;
+    return undefined;
+  }
+
+  /** Applies one child unless the live object already holds it. */
+  private async applyOne(obj: KubeObject, cr: CachedResource, log: Logger): Promise<ReconcileFailure | undefined> {
+    let live = this.cacheFor(obj.kind)?.get(obj.metadata.namespace, obj.metadata.name);
+    if (!live) live = await this.readUncached(obj);
+    if (live && controllerOf(live)?.uid !== cr.metadata.uid) {
+      return {
+        reason: 'NameConflict',
+        message: `${describeObject(obj)} already exists and is not owned by ${cr.kind} ${cr.metadata.namespace}/${cr.metadata.name}; delete or rename it, or rename the ${cr.kind}`,
+      };
+    }
+    if (!needsApply(obj, live)) return undefined;
+    try {
+      await serverSideApply(this.deps.objects, obj, this.deps.fieldManager);
+      this.deps.onRequest('PATCH', 200);
+      log.info(live ? 'applied drifted object' : 'created object', { object: describeObject(obj) });
+      return undefined;
+    } catch (e) {
+      const f = apiFailure(e);
+      this.deps.onRequest('PATCH', f.code);
+      log.warn('apply failed', { object: describeObject(obj), code: f.code, error: f.message });
+      return { reason: 'ApplyFailed', message: `${describeObject(obj)}: ${f.message}` };
+    }
+  }
+
+  /** The caches only hold our labelled children; a same-named object without our labels is a clash. */
+  private async readUncached(obj: KubeObject): Promise<KubernetesObject | undefined> {
+    try {
+      const found = await this.deps.objects.read({ apiVersion: obj.apiVersion, kind: obj.kind, metadata: { name: obj.metadata.name, namespace: obj.metadata.namespace } });
+      this.deps.onRequest('GET', 200);
+      return found;
+    } catch (e) {
+      const f = apiFailure(e);
+      this.deps.onRequest('GET', f.code);
+      if (f.code === 404) return undefined;
+      throw e;
+    }
+  }
+
+  /** Deletes children this CR controls that render() no longer returns. */
+  private async prune(cr: CachedResource, desired: KubeObject[], log: Logger): Promise<ReconcileFailure | undefined> {
+    const keep = new Set(desired.map((o) => `${o.kind}/${o.metadata.name}`));
+    const children = [...this.deps.deployments.list(cr.metadata.namespace), ...this.deps.services.list(cr.metadata.namespace)]
+      .filter((o) => controllerOf(o)?.uid === cr.metadata.uid && !keep.has(`${o.kind}/${o.metadata?.name}`));
+    for (const child of children) {
+      try {
+        await this.deps.objects.delete(child, undefined, undefined, undefined, undefined, 'Background', { preconditions: { uid: child.metadata?.uid } });
+        this.deps.onRequest('DELETE', 200);
+        log.info('pruned object no longer rendered', { object: describeObject(child) });
+      } catch (e) {
+        const f = apiFailure(e);
+        this.deps.onRequest('DELETE', f.code);
+        if (f.code !== 404) return { reason: 'PruneFailed', message: `${describeObject(child)}: ${f.message}` };
+      }
+    }
+    return undefined;
+  }
+
+  private async writeStatus(kind: AppKind, cr: CachedResource, failure: ReconcileFailure | undefined, log: Logger): Promise<void> {
+    const ns = cr.metadata.namespace!;
+    const props = appPropsFor(kind, cr);
+    const selectorLabels = { [NAME_LABEL]: kind.appName, [INSTANCE_LABEL]: cr.metadata.name, [MANAGED_BY_LABEL]: DEFAULT_MANAGED_BY };
+    const status = computeStatus({
+      size: props.replicas ?? 1,
+      generation: cr.metadata.generation,
+      selectorLabels,
+      deployment: this.deps.deployments.get(ns, `${cr.metadata.name}-deployment`),
+      service: this.deps.services.get(ns, `${cr.metadata.name}-svc`),
+      pods: this.deps.pods.list(ns).filter((p) => Object.entries(selectorLabels).every(([k, v]) => p.metadata?.labels?.[k] === v)),
+      failure,
+      previous: cr.status,
+      now: this.deps.now?.() ?? new Date(),
+    });
+    if (statusEqual(cr.status, status)) return;
+    try {
+      await this.deps.customObjects.patchNamespacedCustomObjectStatus(
+        { group: kind.group, version: kind.version, namespace: ns, plural: kind.plural, name: cr.metadata.name, body: { status } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
+      this.deps.onRequest('PATCH', 200);
+      log.info('status updated', { replicas: status.replicas, readyReplicas: status.readyReplicas, nodes: status.nodes.length, nodePort: status.nodePort });
+    } catch (e) {
+      const f = apiFailure(e);
+      this.deps.onRequest('PATCH', f.code);
+      if (f.code === 404) return; // deleted meanwhile
+      throw new ReconcileError({ reason: 'StatusUpdateFailed', message: `${cr.kind} ${ns}/${cr.metadata.name}: ${f.message}` });
+    }
+  }
+}

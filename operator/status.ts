@@ -1,0 +1,110 @@
+import { V1Deployment, V1Pod, V1Service } from '@kubernetes/client-node';
+
+export type ConditionType = 'Ready' | 'Progressing' | 'Degraded';
+
+export interface Condition {
+  readonly type: ConditionType;
+  readonly status: 'True' | 'False' | 'Unknown';
+  readonly reason: string;
+  readonly message: string;
+  readonly lastTransitionTime: string;
+  readonly observedGeneration?: number;
+}
+
+/** The status an app kind's CR reports. */
+export interface AppStatus {
+  readonly nodes: string[];
+  readonly replicas: number;
+  readonly readyReplicas: number;
+  readonly nodePort?: number;
+  readonly selector: string;
+  readonly observedGeneration?: number;
+  readonly conditions: Condition[];
+}
+
+/** Why the last reconcile failed, if it did. */
+export interface ReconcileFailure {
+  readonly reason: string;
+  readonly message: string;
+}
+
+export interface StatusInput {
+  /** `spec.size` as reconciled. */
+  readonly size: number;
+  readonly generation?: number;
+  readonly selectorLabels: Record<string, string>;
+  readonly deployment?: V1Deployment;
+  readonly service?: V1Service;
+  /** Pods matching the selector, in the CR's namespace. */
+  readonly pods: V1Pod[];
+  readonly failure?: ReconcileFailure;
+  /** The status the CR has now, for lastTransitionTime. */
+  readonly previous?: Partial<AppStatus>;
+  readonly now: Date;
+}
+
+/** `k=v,k=v` in key order: the scale subresource's selector. */
+export function selectorString(labels: Record<string, string>): string {
+  return Object.keys(labels).sort().map((k) => `${k}=${labels[k]}`).join(',');
+}
+
+function podIsReady(pod: V1Pod): boolean {
+  return pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+}
+
+/** Status from the observed children. Pure: the same input gives the same output. */
+export function computeStatus(input: StatusInput): AppStatus {
+  const live = input.pods.filter((p) => !p.metadata?.deletionTimestamp);
+  const nodes = live.map((p) => p.metadata!.name!).sort();
+  const ds = input.deployment?.status;
+  const replicas = ds?.replicas ?? 0;
+  const readyReplicas = ds?.readyReplicas ?? live.filter(podIsReady).length;
+  const generation = input.generation;
+  const rolledOut = !!input.deployment &&
+    (ds?.observedGeneration ?? 0) >= (input.deployment.metadata?.generation ?? 0) &&
+    (ds?.updatedReplicas ?? 0) === input.size && replicas === input.size;
+  const ready = rolledOut && readyReplicas >= input.size;
+
+  const conditions: Omit<Condition, 'lastTransitionTime'>[] = [
+    ready
+      ? { type: 'Ready', status: 'True', reason: 'AllReplicasReady', message: `${readyReplicas}/${input.size} pods ready` }
+      : { type: 'Ready', status: 'False', reason: input.deployment ? 'ReplicasNotReady' : 'DeploymentMissing', message: `${readyReplicas}/${input.size} pods ready` },
+    rolledOut
+      ? { type: 'Progressing', status: 'False', reason: 'RolloutComplete', message: `Deployment has ${input.size} up-to-date replicas` }
+      : { type: 'Progressing', status: 'True', reason: 'RollingOut', message: `Deployment has ${ds?.updatedReplicas ?? 0}/${input.size} up-to-date replicas` },
+    input.failure
+      ? { type: 'Degraded', status: 'True', reason: input.failure.reason, message: input.failure.message }
+      : { type: 'Degraded', status: 'False', reason: 'ReconcileSucceeded', message: 'Deployment and Service are applied' },
+  ];
+  return {
+    nodes,
+    replicas,
+    readyReplicas,
+    nodePort: input.service?.spec?.ports?.[0]?.nodePort,
+    selector: selectorString(input.selectorLabels),
+    observedGeneration: generation,
+    conditions: conditions.map((c) => withTransitionTime({ ...c, observedGeneration: generation }, input.previous?.conditions, input.now)),
+  };
+}
+
+/** Keeps lastTransitionTime when the condition's status did not change. */
+function withTransitionTime(c: Omit<Condition, 'lastTransitionTime'>, previous: Condition[] | undefined, now: Date): Condition {
+  const before = previous?.find((p) => p.type === c.type);
+  const lastTransitionTime = before && before.status === c.status && before.lastTransitionTime
+    ? before.lastTransitionTime
+    : now.toISOString().replace(/\.\d{3}Z$/, 'Z');
+  return { ...c, lastTransitionTime };
+}
+
+/** True when writing `next` would change nothing the CR shows. */
+export function statusEqual(current: Partial<AppStatus> | undefined, next: AppStatus): boolean {
+  return JSON.stringify(normalize(current ?? {})) === JSON.stringify(normalize(next));
+}
+
+function normalize(status: Partial<AppStatus>): unknown {
+  const sorted = (o: Record<string, unknown>) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined).sort(([a], [b]) => a.localeCompare(b)));
+  return {
+    ...sorted(status as Record<string, unknown>),
+    conditions: [...(status.conditions ?? [])].sort((a, b) => a.type.localeCompare(b.type)).map((c) => sorted(c as unknown as Record<string, unknown>)),
+  };
+}
