@@ -1,4 +1,4 @@
-import { KubernetesObject, KubernetesObjectApi, PatchStrategy } from '@kubernetes/client-node';
+import { KubernetesObject } from '@kubernetes/client-node';
 
 /**
  * True when every field of `desired` already has the same value in `live`. Fields the server or
@@ -23,13 +23,4 @@ export function isSubset(desired: unknown, live: unknown): boolean {
 /** True when the object must be sent: absent, or some applied field differs from the live object. */
 export function needsApply(desired: KubernetesObject, live: KubernetesObject | undefined): boolean {
   return !live || !isSubset(desired, live);
-}
-
-/** Server-side apply under one field manager, taking over conflicting fields (force). */
-export async function serverSideApply(api: KubernetesObjectApi, obj: KubernetesObject, fieldManager: string): Promise<KubernetesObject> {
-  const body = { ...obj, metadata: { ...obj.metadata } };
-  // Applying managedFields or a stale resourceVersion would be rejected or cause conflicts.
-  delete body.metadata.managedFields;
-  delete body.metadata.resourceVersion;
-  return api.patch(body, undefined, undefined, fieldManager, true, PatchStrategy.ServerSideApply);
 }

@@ -1,6 +1,7 @@
-import { KubeConfig, KubernetesObject, KubernetesObjectApi, Watch } from '@kubernetes/client-node';
-import { apiFailure, objectKey, plain, sleep } from './kube.js';
+import { KubeConfig, KubernetesObject, Watch } from '@kubernetes/client-node';
+import { apiFailure, objectKey, sleep } from './kube.js';
 import { Logger } from './log.js';
+import { RestClient } from './rest.js';
 
 /** What to list and watch. */
 export interface InformerSource {
@@ -20,8 +21,8 @@ export interface InformerOptions {
   /** A watch that delivers nothing (not even a bookmark) for this long is dropped and the cache relisted. */
   readonly staleMs: number;
   readonly log: Logger;
-  /** Called for every list and watch request, for metrics. */
-  readonly onRequest?: (verb: string, code: number) => void;
+  /** Lists through this client (its request hook counts them). */
+  readonly rest: RestClient;
 }
 
 /**
@@ -96,23 +97,12 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
 
   private async relist(): Promise<void> {
     const { apiVersion, kind, namespace, labelSelector } = this.source;
-    const api = KubernetesObjectApi.makeApiClient(this.kc);
-    let list;
-    try {
-      list = await api.list<T>(apiVersion, kind, namespace, undefined, undefined, undefined, undefined, labelSelector);
-      this.opts.onRequest?.('LIST', 200);
-    } catch (e) {
-      this.opts.onRequest?.('LIST', apiFailure(e).code);
-      throw e;
-    }
+    const list = await this.opts.rest.list<T>(apiVersion, kind, namespace, labelSelector);
     const fresh = new Map<string, T>();
-    for (const item of list.items) {
-      const obj = plain({ ...item, apiVersion, kind }) as T;
-      fresh.set(objectKey(obj), obj);
-    }
+    for (const obj of list.items) fresh.set(objectKey(obj), obj);
     const old = this.store;
     this.store = fresh;
-    this.resourceVersion = list.metadata?.resourceVersion;
+    this.resourceVersion = list.resourceVersion;
     this.lastHeard = Date.now();
     for (const [key, obj] of fresh) {
       const before = old.get(key);

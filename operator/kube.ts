@@ -1,4 +1,5 @@
 import { ApiException, KubernetesObject } from '@kubernetes/client-node';
+import { ApiError } from './rest.js';
 
 /** What a failed API request said: HTTP code, the Status reason and the server's message. */
 export interface ApiFailure {
@@ -9,6 +10,7 @@ export interface ApiFailure {
 
 /** The server's own words for a failed request, whatever client-node wrapped them in. */
 export function apiFailure(e: unknown): ApiFailure {
+  if (e instanceof ApiError) return { code: e.code, reason: e.reason, message: e.message };
   if (e instanceof ApiException) {
     const body = parseBody(e.body);
     return { code: e.code, reason: body?.reason ?? 'Unknown', message: body?.message ?? String(e.body ?? e.message) };
@@ -36,11 +38,6 @@ export function objectKey(obj: KubernetesObject): string {
 /** `Kind namespace/name`, the way errors and logs name an object. */
 export function describeObject(obj: KubernetesObject): string {
   return `${obj.kind} ${objectKey(obj)}`;
-}
-
-/** A plain JSON copy: drops undefined fields and turns client-node's Date fields into strings. */
-export function plain<T>(value: T): T {
-  return JSON.parse(JSON.stringify(value)) as T;
 }
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());

@@ -1,4 +1,4 @@
-import { CustomObjectsApi, KubeConfig, KubernetesObject, KubernetesObjectApi, V1Deployment, V1Pod, V1Service } from '@kubernetes/client-node';
+import { KubeConfig, KubernetesObject, V1Deployment, V1Pod, V1Service } from '@kubernetes/client-node';
 import { INSTANCE_LABEL, NAME_LABEL } from '../lib/app.js';
 import { AppKind, apiVersionOf } from '../lib/appkind.js';
 import { ResourceCache } from './cache.js';
@@ -8,6 +8,7 @@ import { Logger } from './log.js';
 import { OperatorMetrics, queueHooks } from './metrics.js';
 import { WorkQueue } from './queue.js';
 import { CachedResource, CHILD_SELECTOR, controllerOf, Reconciler, resourceKey } from './reconcile.js';
+import { RestClient } from './rest.js';
 import { OperatorSettings } from './settings.js';
 
 /**
@@ -22,10 +23,11 @@ export class Operator {
   constructor(kc: KubeConfig, private readonly settings: OperatorSettings, private readonly log: Logger, metrics: OperatorMetrics) {
     this.kinds = new Map(settings.kinds.map((k) => [k.kind, k]));
     const onRequest = (verb: string, code: number) => metrics.apiRequest(verb, code);
+    const rest = new RestClient(kc, onRequest);
     const watch = <T extends KubernetesObject>(source: Omit<InformerSource, 'namespace'>, onEvent: (obj: T) => void) => {
       const namespaces = settings.namespaces.length ? settings.namespaces : [undefined];
       const informers = namespaces.map((namespace) => new Informer<T>(kc, { ...source, namespace }, (_type, obj) => onEvent(obj), {
-        staleMs: settings.watchStaleSeconds * 1000, log, onRequest,
+        staleMs: settings.watchStaleSeconds * 1000, log, rest,
       }));
       const cache = new ResourceCache<T>(informers);
       this.caches.push(cache as unknown as ResourceCache<KubernetesObject>);
@@ -43,12 +45,10 @@ export class Operator {
 
     const reconciler = new Reconciler({
       kinds: this.kinds, resources, deployments, services, pods,
-      objects: KubernetesObjectApi.makeApiClient(kc),
-      customObjects: kc.makeApiClient(CustomObjectsApi),
+      rest,
       events: new EventRecorder(kc, settings.fieldManager, log, onRequest),
       fieldManager: settings.fieldManager,
       log,
-      onRequest,
     });
     // One queue for all kinds; a key's first segment is its kind, the metrics' controller label.
     this.queue = new WorkQueue((key) => reconciler.reconcile(key), { workers: settings.workers }, queueHooks(metrics, 'appkind', (key) => key.split('/')[0]!));

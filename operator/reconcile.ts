@@ -1,14 +1,13 @@
-import {
-  CustomObjectsApi, KubernetesObject, KubernetesObjectApi, PatchStrategy, setHeaderOptions, V1Deployment, V1OwnerReference, V1Pod, V1Service,
-} from '@kubernetes/client-node';
+import { KubernetesObject, V1Deployment, V1OwnerReference, V1Pod, V1Service } from '@kubernetes/client-node';
 import { AppKind, AppResource } from '../lib/appkind.js';
 import { appPropsFor, KubeObject, render } from '../lib/render.js';
 import { INSTANCE_LABEL, MANAGED_BY_LABEL, DEFAULT_MANAGED_BY, NAME_LABEL } from '../lib/app.js';
-import { needsApply, serverSideApply } from './apply.js';
+import { needsApply } from './apply.js';
 import { ResourceCache } from './cache.js';
 import { EventRecorder } from './events.js';
 import { apiFailure, describeObject } from './kube.js';
 import { Logger } from './log.js';
+import { RestClient } from './rest.js';
 import { AppStatus, computeStatus, ReconcileFailure, statusEqual } from './status.js';
 
 /** A CR as cached: an app resource with the status we wrote. */
@@ -30,12 +29,10 @@ export interface ReconcilerDeps {
   readonly deployments: ResourceCache<V1Deployment>;
   readonly services: ResourceCache<V1Service>;
   readonly pods: ResourceCache<V1Pod>;
-  readonly objects: KubernetesObjectApi;
-  readonly customObjects: CustomObjectsApi;
+  readonly rest: RestClient;
   readonly events: EventRecorder;
   readonly fieldManager: string;
   readonly log: Logger;
-  readonly onRequest: (verb: string, code: number) => void;
   readonly now?: () => Date;
 }
 
@@ -101,7 +98,7 @@ export class Reconciler {
   /** Applies one child unless the live object already holds it. */
   private async applyOne(obj: KubeObject, cr: CachedResource, log: Logger): Promise<ReconcileFailure | undefined> {
     let live = this.cacheFor(obj.kind)?.get(obj.metadata.namespace, obj.metadata.name);
-    if (!live) live = await this.readUncached(obj);
+    if (!live) live = await this.deps.rest.get(obj);
     if (live && controllerOf(live)?.uid !== cr.metadata.uid) {
       return {
         reason: 'NameConflict',
@@ -110,29 +107,13 @@ export class Reconciler {
     }
     if (!needsApply(obj, live)) return undefined;
     try {
-      await serverSideApply(this.deps.objects, obj, this.deps.fieldManager);
-      this.deps.onRequest('PATCH', 200);
+      await this.deps.rest.apply(obj, this.deps.fieldManager);
       log.info(live ? 'applied drifted object' : 'created object', { object: describeObject(obj) });
       return undefined;
     } catch (e) {
       const f = apiFailure(e);
-      this.deps.onRequest('PATCH', f.code);
       log.warn('apply failed', { object: describeObject(obj), code: f.code, error: f.message });
       return { reason: 'ApplyFailed', message: `${describeObject(obj)}: ${f.message}` };
-    }
-  }
-
-  /** The caches only hold our labelled children; a same-named object without our labels is a clash. */
-  private async readUncached(obj: KubeObject): Promise<KubernetesObject | undefined> {
-    try {
-      const found = await this.deps.objects.read({ apiVersion: obj.apiVersion, kind: obj.kind, metadata: { name: obj.metadata.name, namespace: obj.metadata.namespace } });
-      this.deps.onRequest('GET', 200);
-      return found;
-    } catch (e) {
-      const f = apiFailure(e);
-      this.deps.onRequest('GET', f.code);
-      if (f.code === 404) return undefined;
-      throw e;
     }
   }
 
@@ -143,12 +124,10 @@ export class Reconciler {
       .filter((o) => controllerOf(o)?.uid === cr.metadata.uid && !keep.has(`${o.kind}/${o.metadata?.name}`));
     for (const child of children) {
       try {
-        await this.deps.objects.delete(child, undefined, undefined, undefined, undefined, 'Background', { preconditions: { uid: child.metadata?.uid } });
-        this.deps.onRequest('DELETE', 200);
+        await this.deps.rest.delete(child);
         log.info('pruned object no longer rendered', { object: describeObject(child) });
       } catch (e) {
         const f = apiFailure(e);
-        this.deps.onRequest('DELETE', f.code);
         if (f.code !== 404) return { reason: 'PruneFailed', message: `${describeObject(child)}: ${f.message}` };
       }
     }
@@ -172,15 +151,10 @@ export class Reconciler {
     });
     if (statusEqual(cr.status, status)) return;
     try {
-      await this.deps.customObjects.patchNamespacedCustomObjectStatus(
-        { group: kind.group, version: kind.version, namespace: ns, plural: kind.plural, name: cr.metadata.name, body: { status } },
-        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-      );
-      this.deps.onRequest('PATCH', 200);
+      await this.deps.rest.patchStatus(cr, status);
       log.info('status updated', { replicas: status.replicas, readyReplicas: status.readyReplicas, nodes: status.nodes.length, nodePort: status.nodePort });
     } catch (e) {
       const f = apiFailure(e);
-      this.deps.onRequest('PATCH', f.code);
       if (f.code === 404) return; // deleted meanwhile
       throw new ReconcileError({ reason: 'StatusUpdateFailed', message: `${cr.kind} ${ns}/${cr.metadata.name}: ${f.message}` });
     }

@@ -1,9 +1,10 @@
 // Applies YAML manifests (server-side apply) to the control plane; CRDs first, waiting until they
 // are Established so custom resources in the same folder can follow.
-import { ApiextensionsV1Api, KubernetesObjectApi, PatchStrategy, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import { ApiextensionsV1Api, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
+import { RestClient } from '../../operator/rest.js';
 import { waitFor } from './readiness.js';
 
 const FIELD_MANAGER = 'appkind-start';
@@ -33,11 +34,10 @@ async function crdEstablished(kc: KubeConfig, name: string): Promise<boolean> {
   return crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') ?? false;
 }
 
+/** Server-side apply of each object as written (client-node's typed patch would drop CRD `default`s). */
 export async function applyObjects(kc: KubeConfig, objects: KubernetesObject[]): Promise<void> {
-  const client = KubernetesObjectApi.makeApiClient(kc);
-  for (const obj of objects) {
-    await client.patch(obj, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
-  }
+  const client = new RestClient(kc);
+  for (const obj of objects) await client.apply(obj, FIELD_MANAGER);
 }
 
 /** Applies CRDs, waits for them to be Established, then applies everything else. */
