@@ -1,0 +1,100 @@
+// Runs the operator as its own process, authenticated as a ServiceAccount whose RBAC comes from the
+// OperatorBundle construct, exactly as an in-cluster install would be, and reads its JSON logs.
+import { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import { App, Chart } from 'cdk8s';
+import { ChildProcess, spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { AppKind } from '../../lib/appkind.js';
+import { AppKindCrd } from '../../lib/crd.js';
+import { OperatorBundle } from '../../lib/bundle.js';
+import { applyManifests } from '../../tools/controlplane/apply.js';
+import { sharedServiceAccountKubeconfig } from './cluster.js';
+
+const root = join(import.meta.dirname, '..', '..');
+export const OPERATOR_SA = 'appkind-operator';
+
+export interface LogLine {
+  readonly level: string;
+  readonly msg: string;
+  readonly key?: string;
+  readonly [field: string]: unknown;
+}
+
+/** Installs the CRDs of the kinds (idempotent: several test files share the cluster). */
+export async function installCrds(kc: KubeConfig, kinds: AppKind[]): Promise<void> {
+  const chart = new Chart(new App(), 'crds');
+  for (const appKind of kinds) new AppKindCrd(chart, appKind.kind, { appKind });
+  await applyManifests(kc, chart.toJson() as KubernetesObject[]);
+}
+
+/** The bundle's ServiceAccount and RBAC for watching one namespace (the operator Deployment left out). */
+export async function installOperatorIdentity(kc: KubeConfig, kinds: AppKind[], namespace: string): Promise<void> {
+  const chart = new Chart(new App(), 'bundle');
+  new OperatorBundle(chart, 'op', { kinds, namespace, createNamespace: false, crds: false, watchNamespaces: [namespace] });
+  const objects = (chart.toJson() as KubernetesObject[]).filter((o) => o.kind !== 'Deployment');
+  await applyManifests(kc, objects);
+}
+
+export class OperatorProcess {
+  readonly logs: LogLine[] = [];
+  readonly stderr: string[] = [];
+  private exited?: Promise<number | null>;
+
+  private constructor(readonly child: ChildProcess) {
+    let buffer = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      buffer += chunk.toString('utf8');
+      const lines = buffer.split('\n');
+      buffer = lines.pop()!;
+      for (const line of lines) {
+        try {
+          this.logs.push(JSON.parse(line) as LogLine);
+        } catch {
+          this.stderr.push(`non-JSON stdout: ${line}`);
+        }
+      }
+    });
+    child.stderr!.on('data', (chunk: Buffer) => this.stderr.push(chunk.toString('utf8')));
+    this.exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)));
+  }
+
+  /** Starts `operator/main.ts` as a ServiceAccount of `namespace` with the given environment. */
+  static async start(namespace: string, env: Record<string, string>): Promise<OperatorProcess> {
+    const kubeconfig = await sharedServiceAccountKubeconfig(namespace, OPERATOR_SA);
+    const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'operator', 'main.ts')], {
+      cwd: root,
+      env: {
+        PATH: process.env.PATH, HOME: process.env.HOME, KUBECONFIG: kubeconfig,
+        WATCH_NAMESPACE: namespace, METRICS_PORT: '0', HEALTH_PORT: '0', LOG_LEVEL: 'debug', ...env,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const op = new OperatorProcess(child);
+    await op.waitForLog((l) => l.msg === 'workers started' || l.msg === 'caches synced', 60_000);
+    return op;
+  }
+
+  /** Resolves with the first log line matching, failing after timeoutMs with the process output. */
+  async waitForLog(match: (line: LogLine) => boolean, timeoutMs = 30_000): Promise<LogLine> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      const found = this.logs.find(match);
+      if (found) return found;
+      if (this.child.exitCode !== null) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error(`operator log line not seen (exit code ${this.child.exitCode}); stderr:\n${this.stderr.join('')}\nlast logs:\n${this.logs.slice(-20).map((l) => JSON.stringify(l)).join('\n')}`);
+  }
+
+  /** Port of /metrics (and /healthz, /readyz when both use port 0 they differ; see `healthPort`). */
+  get ports(): { metrics?: number; health?: number } {
+    const start = this.logs.find((l) => l.msg === 'operator starting');
+    return { metrics: start?.metricsPort as number | undefined, health: start?.healthPort as number | undefined };
+  }
+
+  /** Sends a signal and resolves with the exit code. */
+  async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill(signal);
+    return this.exited!;
+  }
+}

@@ -1,0 +1,42 @@
+import { describe, expect, test } from '@jest/globals';
+import { isSubset, needsApply } from '../../operator/apply.js';
+
+const desired = {
+  apiVersion: 'v1', kind: 'Service', metadata: { name: 's', labels: { a: '1' } },
+  spec: { type: 'NodePort', ports: [{ name: 'http', port: 5000, targetPort: 5000 }], selector: { a: '1' } },
+};
+
+describe('needsApply (steady state sends nothing)', () => {
+  test('a live object holding every applied field plus server defaults needs no request', () => {
+    const live = JSON.parse(JSON.stringify(desired));
+    live.metadata = { ...live.metadata, uid: 'u', resourceVersion: '7', labels: { a: '1', extra: 'x' }, annotations: { note: 'by someone else' } };
+    live.spec.ports[0] = { ...live.spec.ports[0], protocol: 'TCP', nodePort: 31000 };
+    live.spec.clusterIP = '10.0.0.3';
+    expect(needsApply(desired, live)).toBe(false);
+  });
+
+  test('an int-or-string targetPort returned as a string still matches', () => {
+    const live = JSON.parse(JSON.stringify(desired));
+    live.spec.ports[0].targetPort = '5000';
+    expect(isSubset(desired, live)).toBe(true);
+  });
+
+  test('drift or absence needs an apply', () => {
+    expect(needsApply(desired, undefined)).toBe(true);
+    const changed = JSON.parse(JSON.stringify(desired));
+    changed.spec.ports[0].port = 5001;
+    expect(needsApply(desired, changed)).toBe(true);
+    const extraPort = JSON.parse(JSON.stringify(desired));
+    extraPort.spec.ports.push({ port: 1 });
+    expect(needsApply(desired, extraPort)).toBe(true);
+    const lostLabel = JSON.parse(JSON.stringify(desired));
+    delete lostLabel.metadata.labels.a;
+    expect(needsApply(desired, lostLabel)).toBe(true);
+  });
+
+  test('types are compared strictly apart from numbers against strings', () => {
+    expect(isSubset({ a: false }, { a: 'false' })).toBe(false);
+    expect(isSubset({ a: [1] }, { a: { 0: 1 } })).toBe(false);
+    expect(isSubset({ a: { b: 1 } }, { a: null })).toBe(false);
+  });
+});

@@ -1,0 +1,83 @@
+import { describe, expect, test } from '@jest/globals';
+import { V1Deployment, V1Pod, V1Service } from '@kubernetes/client-node';
+import { computeStatus, selectorString, statusEqual, StatusInput } from '../../operator/status.js';
+
+const labels = { 'app.kubernetes.io/name': 'echoflask', 'app.kubernetes.io/instance': 'example-echoflask', 'app.kubernetes.io/managed-by': 'cdk8s-appkind' };
+const pod = (name: string, ready: boolean, deleting = false): V1Pod => ({
+  metadata: { name, labels, ...(deleting ? { deletionTimestamp: new Date() } : {}) },
+  status: { conditions: [{ type: 'Ready', status: ready ? 'True' : 'False' }] },
+});
+const deployment = (replicas: number, ready: number, updated = replicas, generation = 2, observed = 2): V1Deployment => ({
+  metadata: { name: 'example-echoflask-deployment', generation },
+  status: { replicas, readyReplicas: ready, updatedReplicas: updated, observedGeneration: observed },
+});
+const service: V1Service = { metadata: { name: 'example-echoflask-svc' }, spec: { ports: [{ port: 5000, nodePort: 31234 }] } };
+const NOW = new Date('2026-12-02T10:00:00Z');
+const base: StatusInput = { size: 3, generation: 4, selectorLabels: labels, pods: [], now: NOW };
+const condition = (s: ReturnType<typeof computeStatus>, type: string) => s.conditions.find((c) => c.type === type)!;
+
+describe('computeStatus', () => {
+  test('a converged app: sorted pod names, counts, the allocated NodePort, Ready', () => {
+    const status = computeStatus({ ...base, deployment: deployment(3, 3), service, pods: [pod('b', true), pod('c', true), pod('a', true)] });
+    expect(status).toMatchObject({ nodes: ['a', 'b', 'c'], replicas: 3, readyReplicas: 3, nodePort: 31234, observedGeneration: 4 });
+    expect(status.selector).toBe('app.kubernetes.io/instance=example-echoflask,app.kubernetes.io/managed-by=cdk8s-appkind,app.kubernetes.io/name=echoflask');
+    expect(condition(status, 'Ready')).toMatchObject({ status: 'True', reason: 'AllReplicasReady', message: '3/3 pods ready', observedGeneration: 4 });
+    expect(condition(status, 'Progressing')).toMatchObject({ status: 'False', reason: 'RolloutComplete' });
+    expect(condition(status, 'Degraded')).toMatchObject({ status: 'False', reason: 'ReconcileSucceeded' });
+    expect(status.conditions.every((c) => c.lastTransitionTime === '2026-12-02T10:00:00Z')).toBe(true);
+  });
+
+  test('terminating pods are not listed', () => {
+    const status = computeStatus({ ...base, deployment: deployment(3, 3), pods: [pod('a', true), pod('old', true, true)] });
+    expect(status.nodes).toEqual(['a']);
+  });
+
+  test('scaling up: Progressing until the Deployment has the new size, not Ready', () => {
+    const status = computeStatus({ ...base, size: 5, deployment: deployment(3, 3), pods: [pod('a', true)] });
+    expect(condition(status, 'Progressing')).toMatchObject({ status: 'True', reason: 'RollingOut', message: 'Deployment has 3/5 up-to-date replicas' });
+    expect(condition(status, 'Ready')).toMatchObject({ status: 'False', reason: 'ReplicasNotReady', message: '3/5 pods ready' });
+  });
+
+  test('a Deployment controller that has not seen the new generation is still progressing', () => {
+    const status = computeStatus({ ...base, deployment: deployment(3, 3, 3, 3, 2) });
+    expect(condition(status, 'Progressing').status).toBe('True');
+    expect(condition(status, 'Ready').status).toBe('False');
+  });
+
+  test('no Deployment yet', () => {
+    const status = computeStatus(base);
+    expect(status).toMatchObject({ nodes: [], replicas: 0, readyReplicas: 0 });
+    expect(status.nodePort).toBeUndefined();
+    expect(condition(status, 'Ready')).toMatchObject({ status: 'False', reason: 'DeploymentMissing' });
+  });
+
+  test('a failure is Degraded with its reason and message', () => {
+    const status = computeStatus({ ...base, failure: { reason: 'NameConflict', message: 'Service default/x-svc already exists' } });
+    expect(condition(status, 'Degraded')).toMatchObject({ status: 'True', reason: 'NameConflict', message: 'Service default/x-svc already exists' });
+  });
+
+  test('lastTransitionTime moves only when a condition flips', () => {
+    const before = computeStatus({ ...base, deployment: deployment(3, 3), pods: [pod('a', true)] });
+    const later = new Date('2026-12-02T11:00:00Z');
+    const same = computeStatus({ ...base, deployment: deployment(3, 3), pods: [pod('a', true)], previous: before, now: later });
+    expect(same.conditions.map((c) => c.lastTransitionTime)).toEqual(before.conditions.map((c) => c.lastTransitionTime));
+    const failed = computeStatus({ ...base, deployment: deployment(3, 3), failure: { reason: 'ApplyFailed', message: 'm' }, previous: before, now: later });
+    expect(condition(failed, 'Degraded').lastTransitionTime).toBe('2026-12-02T11:00:00Z');
+    expect(condition(failed, 'Ready').lastTransitionTime).toBe('2026-12-02T10:00:00Z');
+  });
+});
+
+describe('statusEqual', () => {
+  test('the same status is equal whatever the key or condition order; any change is not', () => {
+    const s = computeStatus({ ...base, deployment: deployment(3, 3), service, pods: [pod('a', true)] });
+    const reordered = JSON.parse(JSON.stringify({ ...s, conditions: [...s.conditions].reverse() }));
+    expect(statusEqual(reordered, s)).toBe(true);
+    expect(statusEqual({ ...s, nodes: ['a', 'b'] }, s)).toBe(false);
+    expect(statusEqual({ ...s, readyReplicas: 2 }, s)).toBe(false);
+    expect(statusEqual(undefined, s)).toBe(false);
+  });
+
+  test('selectorString sorts keys', () => {
+    expect(selectorString({ b: '2', a: '1' })).toBe('a=1,b=2');
+  });
+});
