@@ -1,9 +1,17 @@
-// `npm start`: a real control plane on loopback with the project's CRDs applied, ready for kubectl.
-// Prints exactly one line on stdout, `export KUBECONFIG=<path>`, once ready (diagnostics go to
-// stderr) and runs until SIGINT/SIGTERM, then stops everything and removes its temp data.
+// `npm start`: a real control plane on loopback, the CRDs of the configured kinds (the six
+// walkthrough variables, APPKIND_CONFIG, or the sample kind) and the operator serving them.
+// Prints exactly one line on stdout, `export KUBECONFIG=<path>`, once ready (diagnostics and the
+// operator's JSON logs go to stderr) and runs until SIGINT/SIGTERM, then stops everything.
+import type { KubernetesObject } from '@kubernetes/client-node';
+import { App, Chart } from 'cdk8s';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { applyManifests, readManifestDir } from './controlplane/apply.js';
+import { AppKindCrd } from '../lib/crd.js';
+import { ConfigError, loadAppKinds } from '../lib/config.js';
+import type { AppKind } from '../lib/appkind.js';
+import { applyManifests } from './controlplane/apply.js';
 import { ControlPlane } from './controlplane/controlplane.js';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -12,24 +20,61 @@ const logToStderr = (line: string): void => void process.stderr.write(`${line}\n
 export interface StartLocalOptions {
   /** Default: APPKIND_AUDIT_LOG=1 */
   auditLog?: boolean;
-  /** Folder of YAML manifests to apply (CRDs first). Default: <repo>/crd */
-  manifestDir?: string;
+  /** Kinds whose CRDs are installed. Default: the configured kinds (loadAppKinds) */
+  kinds?: AppKind[];
   log?: (line: string) => void;
 }
 
-/** Control plane + every manifest in crd/ applied (CRDs Established). The caller owns stop(). */
+/** The CRD objects of the kinds, from the same construct `cdk8s synth` uses. */
+function crdObjects(kinds: AppKind[]): KubernetesObject[] {
+  const chart = new Chart(new App(), 'crds');
+  for (const appKind of kinds) new AppKindCrd(chart, appKind.kind, { appKind });
+  return chart.toJson() as KubernetesObject[];
+}
+
+/** Control plane + the kinds' CRDs applied (Established). The caller owns stop(). */
 export async function startLocal(opts: StartLocalOptions = {}): Promise<ControlPlane> {
   const log = opts.log ?? logToStderr;
+  const kinds = opts.kinds ?? loadAppKinds(process.env);
   const cp = await ControlPlane.start({ auditLog: opts.auditLog ?? process.env.APPKIND_AUDIT_LOG === '1', log });
   try {
-    const objects = readManifestDir(opts.manifestDir ?? join(repoRoot, 'crd'));
-    await applyManifests(cp.kubeConfig(), objects);
-    log(`controlplane: applied ${objects.length} object(s) from crd/`);
+    await applyManifests(cp.kubeConfig(), crdObjects(kinds));
+    log(`controlplane: installed CRDs for ${kinds.map((k) => `${k.kind}.${k.group}`).join(', ')}`);
   } catch (err) {
     await cp.stop();
     throw err;
   }
   return cp;
+}
+
+/**
+ * The operator as `npm run operator` runs it, against the local control plane; its JSON logs go to
+ * stderr. Resolves once it reconciles (its "workers started" line).
+ */
+function startOperator(kubeconfigPath: string): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(repoRoot, 'operator', 'main.ts')], {
+    cwd: repoRoot,
+    env: { METRICS_PORT: '0', HEALTH_PORT: '0', ...process.env, KUBECONFIG: kubeconfigPath },
+    stdio: ['ignore', 'pipe', process.stderr],
+  });
+  return new Promise((resolveStarted, reject) => {
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      process.stderr.write(`${line}\n`);
+      if (line.includes('"msg":"workers started"')) resolveStarted(child);
+    });
+    child.on('exit', (code, signal) => {
+      if (!stopping) logToStderr(`operator: exited (code ${code}, signal ${signal}); the control plane keeps running`);
+      reject(new Error(`operator exited before it started (code ${code}); see its log lines above`));
+    });
+  });
+}
+let stopping = false;
+
+async function stopOperator(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  child.kill('SIGTERM');
+  await exited;
 }
 
 function untilSignal(): Promise<NodeJS.Signals> {
@@ -48,13 +93,22 @@ function untilSignal(): Promise<NodeJS.Signals> {
 
 async function main(): Promise<void> {
   const stopped = untilSignal();
-  const cp = await startLocal();
-  // operator: started here once operator/ exists
+  const kinds = loadAppKinds(process.env);
+  const cp = await startLocal({ kinds });
+  let operator: ChildProcess;
+  try {
+    operator = await startOperator(cp.kubeconfigPath);
+  } catch (err) {
+    await cp.stop();
+    throw err;
+  }
   if (cp.auditLogPath) logToStderr(`controlplane: audit log ${cp.auditLogPath}`);
   logToStderr(`controlplane: ${cp.hasScheduler ? 'pods run on fake node kwok-node-0' : 'no scheduler: pods stay Pending'}`);
   process.stdout.write(`export KUBECONFIG=${cp.kubeconfigPath}\n`);
   const signal = await stopped;
   logToStderr(`controlplane: ${signal}, stopping`);
+  stopping = true;
+  await stopOperator(operator);
   await cp.stop();
 }
 
@@ -62,7 +116,7 @@ if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1]
   main().then(
     () => process.exit(0),
     (err: unknown) => {
-      logToStderr(err instanceof Error ? (err.stack ?? err.message) : String(err));
+      logToStderr(err instanceof ConfigError ? `npm start: ${err.message}` : err instanceof Error ? (err.stack ?? err.message) : String(err));
       process.exit(1);
     },
   );
