@@ -1,7 +1,8 @@
 // Regenerates the checked-in CRD YAML under crd/ (and the typed CR classes under lib/imports/)
 // from the kinds in examples/appkinds.yaml. Run with `npm run crd` after changing lib/crd.ts.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { kindsFromFile } from '../lib/config.js';
 import { crdFileName, crdYaml } from '../lib/crd-yaml.js';
@@ -12,5 +13,8 @@ for (const kind of kindsFromFile(join(root, 'examples', 'appkinds.yaml'))) {
   const file = join(root, 'crd', crdFileName(kind));
   writeFileSync(file, crdYaml(kind));
   console.log(`wrote ${file}`);
-  execFileSync('npx', ['cdk8s', 'import', file, '--output', join(root, 'lib', 'imports'), '--language', 'typescript'], { stdio: 'inherit', cwd: root });
+  // Outside the repo: `cdk8s import` would otherwise record the file in cdk8s.yaml.
+  execFileSync(join(root, 'node_modules', '.bin', 'cdk8s'), ['import', file, '--check-upgrade=false', '--output', join(root, 'lib', 'imports'), '--language', 'typescript'], {
+    stdio: 'inherit', cwd: mkdtempSync(join(tmpdir(), 'appkind-import-')),
+  });
 }
