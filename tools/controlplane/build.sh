@@ -14,18 +14,27 @@ if ! command -v go >/dev/null 2>&1; then
   exit 3
 fi
 
-key="$(cat "$here/k8s/go.sum" "$here/kwok/go.sum" "$here/k8s/cmd/etcd/main.go" | sha256sum | cut -c1-12)"
+# The key covers everything that shapes the binaries, this script (its flags) included; binaries.ts
+# computes the same key to find the cache without Go.
+key="$(cat "$here/k8s/go.sum" "$here/kwok/go.sum" "$here/k8s/cmd/etcd/main.go" "$here/build.sh" | sha256sum | cut -c1-12)"
 k8s_version="$(awk '/k8s.io\/kubernetes v/ {print $2; exit}' "$here/k8s/go.mod")"
+k8s_minor="$(echo "$k8s_version" | cut -d. -f2)"
+# A plain `go build` reports v0.0.0-master+$Format:%H$, which kubectl cannot parse; stamp the real
+# version as the upstream release build does (hack/lib/version.sh).
+k8s_ldflags=""
+for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  k8s_ldflags+=" -X $pkg.gitVersion=$k8s_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$k8s_minor -X $pkg.gitTreeState=clean"
+done
 cache="${APPKIND_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/appkind}/controlplane/${k8s_version}-${key}"
 mkdir -p "$cache"
 
-build() { # build <name> <module dir> <package>
-  local name="$1" dir="$2" pkg="$3" start tmp
+build() { # build <name> <module dir> <package> [ldflags]
+  local name="$1" dir="$2" pkg="$3" ldflags="${4:-}" start tmp
   if [ -x "$cache/$name" ]; then return 0; fi
   start=$(date +%s)
   tmp="$cache/.$name.tmp.$$"
   echo "controlplane: building $name from $pkg (first run only; cached in $cache)" >&2
-  if (cd "$here/$dir" && go build -o "$tmp" "$pkg") >&2; then
+  if (cd "$here/$dir" && go build -ldflags="$ldflags" -o "$tmp" "$pkg") >&2; then
     mv -f "$tmp" "$cache/$name"
     echo "controlplane: built $name in $(( $(date +%s) - start ))s" >&2
   else
@@ -36,9 +45,12 @@ build() { # build <name> <module dir> <package>
 
 total_start=$(date +%s)
 build etcd k8s ./cmd/etcd
-build kube-apiserver k8s k8s.io/kubernetes/cmd/kube-apiserver
-build kube-controller-manager k8s k8s.io/kubernetes/cmd/kube-controller-manager
-build kube-scheduler k8s k8s.io/kubernetes/cmd/kube-scheduler || echo "controlplane: kube-scheduler did not build; pods will stay Pending" >&2
+build kube-apiserver k8s k8s.io/kubernetes/cmd/kube-apiserver "$k8s_ldflags"
+build kube-controller-manager k8s k8s.io/kubernetes/cmd/kube-controller-manager "$k8s_ldflags"
+build kube-scheduler k8s k8s.io/kubernetes/cmd/kube-scheduler "$k8s_ldflags" || echo "controlplane: kube-scheduler did not build; pods will stay Pending" >&2
 build kwok kwok sigs.k8s.io/kwok/cmd/kwok || echo "controlplane: kwok did not build; pods will stay Pending" >&2
+# Marks a finished run: binaries.ts then uses the cache without Go and does not retry optional
+# binaries that failed to build.
+touch "$cache/.complete"
 echo "controlplane: binaries ready in $(( $(date +%s) - total_start ))s" >&2
 echo "$cache"

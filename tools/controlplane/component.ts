@@ -93,9 +93,10 @@ export class Component {
     }
   }
 
+  /** "exited (code 1)"; the caller adds the component's name. */
   describeExit(): string {
-    if (!this.exitInfo) return `${this.name} is running`;
+    if (!this.exitInfo) return 'is running';
     const { code, signal } = this.exitInfo;
-    return `${this.name} exited (${signal ? `signal ${signal}` : `code ${code}`})`;
+    return `exited (${signal ? `signal ${signal}` : `code ${code}`})`;
   }
 }

@@ -1,5 +1,6 @@
 // Command lines of the control-plane components. Everything binds to loopback; nothing is exposed.
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 export interface Ports {
   etcdClient: number;
@@ -47,6 +48,9 @@ export function apiserverArgs(ports: Ports, files: ApiserverFiles): string[] {
     `--etcd-servers=${etcdUrl(ports)}`,
     '--bind-address=127.0.0.1',
     '--advertise-address=127.0.0.1',
+    // Recent API servers refuse a loopback address in the `kubernetes` Service's endpoints; nothing
+    // in-cluster needs them here (there are no real pods), so do not maintain them.
+    '--endpoint-reconciler-type=none',
     `--secure-port=${ports.apiserver}`,
     // Self-signed serving cert (with a CA) written once into cert-dir and reused on restart.
     `--cert-dir=${files.certDir}`,
@@ -58,6 +62,9 @@ export function apiserverArgs(ports: Ports, files: ApiserverFiles): string[] {
     `--service-cluster-ip-range=${SERVICE_CLUSTER_IP_RANGE}`,
     `--service-node-port-range=${NODE_PORT_RANGE}`,
     '--profiling=false',
+    // That plugin gives every new Node a not-ready NoSchedule taint which only the node-lifecycle
+    // controller removes; we run no such controller, and kwok's fake node is Ready by construction.
+    '--disable-admission-plugins=TaintNodesByCondition',
   ];
   if (files.auditPolicy && files.auditLog) {
     args.push(
@@ -71,15 +78,18 @@ export function apiserverArgs(ports: Ports, files: ApiserverFiles): string[] {
   return args;
 }
 
+// kube-controller-manager's current names (the short forms without `-controller` are old aliases).
 export const CONTROLLERS = [
-  'deployment',
-  'replicaset',
-  'garbagecollector',
-  'serviceaccount',
-  'serviceaccount-token',
-  'namespace',
-  'endpointslice',
-  'root-ca-cert-publisher',
+  'deployment-controller',
+  'replicaset-controller',
+  'garbage-collector-controller',
+  'namespace-controller',
+  'serviceaccount-controller',
+  'serviceaccount-token-controller',
+  'root-ca-certificate-publisher-controller',
+  'endpointslice-controller',
+  // Fills the aggregated ClusterRoles (admin, edit, view) that RoleBindings commonly point at.
+  'clusterrole-aggregation-controller',
 ];
 
 export function controllerManagerArgs(kubeconfig: string, serviceAccountPrivateKey: string, caFile: string): string[] {
@@ -101,12 +111,21 @@ export function schedulerArgs(kubeconfig: string): string[] {
   return [`--kubeconfig=${kubeconfig}`, '--leader-elect=false', '--secure-port=0'];
 }
 
+/** kwok has no built-in lifecycle: the stages come from this file (copied from kwok v0.8.0). */
+export const KWOK_STAGES = join(dirname(fileURLToPath(import.meta.url)), 'kwok', 'stages.yaml');
+
 export function kwokArgs(kubeconfig: string, ports: Ports): string[] {
   return [
     `--kubeconfig=${kubeconfig}`,
+    // Also keeps a ~/.kwok/kwok.yaml on the machine from changing the behaviour.
+    `--config=${KWOK_STAGES}`,
     '--manage-all-nodes=false',
     `--manage-nodes-with-annotation-selector=${KWOK_NODE_ANNOTATION}=${KWOK_NODE_ANNOTATION_VALUE}`,
     '--node-ip=127.0.0.1',
+    // Pod IPs are only status values here; keep them apart from the Service range for clarity.
+    '--cidr=10.244.0.0/16',
+    // Heartbeat through a Lease instead of rewriting Node status: less load on a small machine.
+    '--node-lease-duration-seconds=40',
     `--server-address=127.0.0.1:${ports.kwok}`,
   ];
 }

@@ -44,6 +44,7 @@ export interface ControlPlaneOptions {
 export type RestartableComponent = 'etcd' | 'kube-apiserver';
 
 const DEFAULT_TIMEOUT_MS = 60_000;
+const RESTART_GRACE_MS = 2_000;
 
 export class ControlPlane implements Stoppable {
   /** Admin kubeconfig (system:masters), absolute path. */
@@ -199,11 +200,15 @@ export class ControlPlane implements Stoppable {
     return kc;
   }
 
-  /** Stops the component and starts it again on the same port with the same data; waits until ready. */
+  /**
+   * Stops the component and starts it again on the same port with the same data; waits until ready.
+   * SIGTERM, then SIGKILL after 2 s: with clients connected both would otherwise drain for 7-10 s,
+   * and a fault test wants the outage, not the drain.
+   */
   async restart(name: RestartableComponent): Promise<void> {
     if (this.stopping) throw new Error('controlplane: restart() after stop()');
     const component = this.component(name);
-    await component.stop();
+    await component.stop(RESTART_GRACE_MS);
     component.start();
     if (name === 'etcd') await this.waitForEtcd();
     await this.waitForApiserver();
