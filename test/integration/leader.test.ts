@@ -1,5 +1,5 @@
 // Leader election against the real control plane: two candidates on one Lease.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { CoordinationV1Api, KubeConfig, V1MicroTime } from '@kubernetes/client-node';
 import { AddressInfo, connect, createServer, Server, Socket } from 'node:net';
 import { LeaderCallbacks, LeaderElector } from '../../operator/leader.js';
@@ -8,6 +8,9 @@ import { createTestNamespace, eventually, sharedCluster } from './cluster.js';
 const LEASE_DURATION = 3; // seconds; an integer, as the Lease field is
 const RENEW_DEADLINE = 2;
 const RETRY_PERIOD = 0.25;
+
+// Project-level testTimeout in jest.config.js is not applied per test file; set it here.
+jest.setTimeout(60_000);
 
 let kc: KubeConfig;
 let namespace: string;
@@ -116,9 +119,13 @@ describe('LeaderElector on a real Lease', () => {
     const lease = freshLease();
     const solo = candidate('candidate-solo', lease);
     await eventually('the candidate leads', async () => solo.elector.isLeader(), 20_000);
-    const current = await leases.readNamespacedLease({ name: lease, namespace });
-    const now = new V1MicroTime();
-    await leases.replaceNamespacedLease({ name: lease, namespace, body: { ...current, spec: { ...current.spec, holderIdentity: 'intruder', renewTime: now, acquireTime: now } } });
+    // Retried: the candidate's own renewals can make this compare-and-swap conflict (409).
+    await eventually('the intruder takes the lease', async () => {
+      const current = await leases.readNamespacedLease({ name: lease, namespace });
+      const now = new V1MicroTime();
+      await leases.replaceNamespacedLease({ name: lease, namespace, body: { ...current, spec: { ...current.spec, holderIdentity: 'intruder', renewTime: now, acquireTime: now } } });
+      return true;
+    }, 10_000);
     await eventually('the candidate steps down', async () => solo.events.includes('stopped'), 10_000);
     expect(solo.elector.isLeader()).toBe(false);
     await solo.done;
