@@ -37,7 +37,7 @@ export interface OperatorBundleProps {
   readonly imagePullPolicy?: 'Always' | 'IfNotPresent' | 'Never';
   /** Namespace the operator runs in (also where its Lease lives). @default "appkind-system" */
   readonly namespace?: string;
-  /** Render the Namespace object itself. @default true */
+  /** Render the Namespace object itself, enforcing the "restricted" Pod Security Standard. @default true */
   readonly createNamespace?: boolean;
   /** Name of the ServiceAccount, Deployment, Roles/ClusterRole, bindings and Lease. @default "appkind-operator" */
   readonly name?: string;
@@ -140,7 +140,11 @@ export class OperatorBundle extends Construct {
     this.selectorLabels = { 'app.kubernetes.io/name': this.name, 'app.kubernetes.io/component': 'operator' };
 
     if (props.crds ?? true) for (const appKind of props.kinds) clusterScoped(new AppKindCrd(this, crdName(appKind), { appKind }).crd);
-    if (props.createNamespace ?? true) clusterScoped(new k8s.KubeNamespace(this, 'Namespace', { metadata: { name: this.namespace } }));
+    if (props.createNamespace ?? true) {
+      // The operator pod meets the "restricted" Pod Security Standard; enforcing it keeps it that way.
+      const labels = { 'pod-security.kubernetes.io/enforce': 'restricted', 'pod-security.kubernetes.io/enforce-version': 'latest' };
+      clusterScoped(new k8s.KubeNamespace(this, 'Namespace', { metadata: { name: this.namespace, labels } }));
+    }
     this.serviceAccount = new k8s.KubeServiceAccount(this, 'ServiceAccount', { metadata: this.meta() });
     this.addRbac(props);
     this.deployment = new k8s.KubeDeployment(this, 'Deployment', { metadata: this.meta(), spec: this.deploymentSpec(props) });

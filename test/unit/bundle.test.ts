@@ -92,7 +92,10 @@ describe('OperatorBundle', () => {
   it('renders one CRD per kind, the namespace, and the service account', () => {
     const objs = synth();
     expect(only(objs, 'CustomResourceDefinition').map((c) => c.metadata.name).sort()).toEqual(['echoflasks.swallowlab.com', 'takaras.maho.takara.org']);
-    expect(one(objs, 'Namespace').metadata.name).toBe('appkind-system');
+    expect(one(objs, 'Namespace').metadata).toEqual({
+      name: 'appkind-system',
+      labels: { 'pod-security.kubernetes.io/enforce': 'restricted', 'pod-security.kubernetes.io/enforce-version': 'latest' },
+    });
     expect(one(objs, 'ServiceAccount').metadata).toMatchObject({ name: 'appkind-operator', namespace: 'appkind-system' });
     const noExtras = synth({ createNamespace: false, crds: false });
     expect(only(noExtras, 'Namespace')).toHaveLength(0);
