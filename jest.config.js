@@ -10,6 +10,8 @@ const esm = {
 
 /** @type {import('jest').Config} */
 export default {
+  // Per-project testTimeout is ignored by jest; integration tests wait on a real control plane.
+  testTimeout: 180_000,
   projects: [
     { ...esm, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
     {
@@ -18,7 +20,6 @@ export default {
       testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
       globalSetup: '<rootDir>/test/integration/global-setup.ts',
       globalTeardown: '<rootDir>/test/integration/global-teardown.ts',
-      testTimeout: 180_000,
       slowTestThreshold: 60,
     },
   ],

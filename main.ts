@@ -1,11 +1,20 @@
-// The cdk8s app: `npx cdk8s synth` writes the static manifests of every configured kind to dist/.
-import { App } from 'cdk8s';
+// The cdk8s app: `npx cdk8s synth` writes the static manifests of every configured kind to dist/,
+// and the operator's install bundle (dist/appkind-operator.k8s.yaml).
+import { App, Chart } from 'cdk8s';
+import { OperatorBundle } from './lib/bundle.js';
 import { ConfigError, loadAppKinds } from './lib/config.js';
 import { addKindCharts } from './lib/sample.js';
 
 try {
   const app = new App();
-  for (const kind of loadAppKinds(process.env)) addKindCharts(app, kind);
+  const kinds = loadAppKinds(process.env);
+  for (const kind of kinds) addKindCharts(app, kind);
+  new OperatorBundle(new Chart(app, 'appkind-operator', { disableResourceNameHashes: true }), 'bundle', {
+    kinds,
+    image: process.env.OPERATOR_IMAGE || undefined,
+    namespace: process.env.OPERATOR_NAMESPACE || undefined,
+    watchNamespaces: (process.env.WATCH_NAMESPACE ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+  });
   app.synth();
 } catch (e) {
   if (!(e instanceof ConfigError)) throw e;

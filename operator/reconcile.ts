@@ -2,7 +2,7 @@ import { KubernetesObject, V1Deployment, V1OwnerReference, V1Pod, V1Service } fr
 import { AppKind, AppResource } from '../lib/appkind.js';
 import { appPropsFor, KubeObject, render } from '../lib/render.js';
 import { INSTANCE_LABEL, MANAGED_BY_LABEL, DEFAULT_MANAGED_BY, NAME_LABEL } from '../lib/app.js';
-import { needsApply } from './apply.js';
+import { firstDifference } from './apply.js';
 import { ResourceCache } from './cache.js';
 import { EventRecorder } from './events.js';
 import { apiFailure, describeObject } from './kube.js';
@@ -105,10 +105,11 @@ export class Reconciler {
         message: `${describeObject(obj)} already exists and is not owned by ${cr.kind} ${cr.metadata.namespace}/${cr.metadata.name}; delete or rename it, or rename the ${cr.kind}`,
       };
     }
-    if (!needsApply(obj, live)) return undefined;
+    const drift = live ? firstDifference(obj, live) : 'absent';
+    if (!drift) return undefined;
     try {
       await this.deps.rest.apply(obj, this.deps.fieldManager);
-      log.info(live ? 'applied drifted object' : 'created object', { object: describeObject(obj) });
+      log.info(live ? 'applied drifted object' : 'created object', { object: describeObject(obj), field: live ? drift : undefined });
       return undefined;
     } catch (e) {
       const f = apiFailure(e);

@@ -2,6 +2,16 @@ import { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { request as httpsRequest, RequestOptions } from 'node:https';
 import { request as httpRequest } from 'node:http';
 
+/** The body as JSON; a plain-text body (`404 page not found`) as its message. */
+function parseJson(text: string): unknown {
+  if (!text) return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return { message: text.trim() };
+  }
+}
+
 /** A request the API server answered with an error Status. */
 export class ApiError extends Error {
   override readonly name = 'ApiError';
@@ -62,7 +72,7 @@ export class RestClient {
       throw new ApiError(0, 'ConnectionFailed', `${method} ${path}: ${e.message}`, method, path);
     });
     this.onRequest(method, code);
-    const parsed = text ? (JSON.parse(text) as unknown) : undefined;
+    const parsed = parseJson(text);
     if (code >= 200 && code < 300) return parsed as T;
     const status = (parsed ?? {}) as { reason?: string; message?: string };
     throw new ApiError(code, status.reason ?? 'Unknown', status.message ?? (text || `HTTP ${code}`), method, path);
@@ -81,11 +91,24 @@ export class RestClient {
     let found = this.discovery.get(apiVersion);
     if (!found) {
       const base = apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
-      found = this.request<{ resources: (Resource & { kind: string })[] }>('GET', base).then((r) => r.resources.filter((x) => !x.name.includes('/')));
+      found = this.discover(base);
       found.catch(() => this.discovery.delete(apiVersion));
       this.discovery.set(apiVersion, found);
     }
     return (await found) as (Resource & { kind: string })[];
+  }
+
+  /** A group version's resources; a CRD established a moment ago may need a few tries to appear. */
+  private async discover(base: string): Promise<(Resource & { kind: string })[]> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const list = await this.request<{ resources: (Resource & { kind: string })[] }>('GET', base);
+        return list.resources.filter((x) => !x.name.includes('/'));
+      } catch (e) {
+        if (!(e instanceof ApiError) || e.code !== 404 || attempt >= 10) throw e;
+        await new Promise((r) => setTimeout(r, 300));
+      }
+    }
   }
 
   /** Server-side apply under `fieldManager`, taking over conflicting fields. */

@@ -34,6 +34,12 @@ describe('needsApply (steady state sends nothing)', () => {
     expect(needsApply(desired, lostLabel)).toBe(true);
   });
 
+  test('an absent live field matches a zero value, as the server omits omitempty zeros', () => {
+    expect(isSubset({ spec: { minReadySeconds: 0, paused: false, note: '', list: [], map: {} } }, { spec: {} })).toBe(true);
+    expect(isSubset({ spec: { minReadySeconds: 5 } }, { spec: {} })).toBe(false);
+    expect(isSubset({ spec: { replicas: 0 } }, { spec: { replicas: 3 } })).toBe(false);
+  });
+
   test('types are compared strictly apart from numbers against strings', () => {
     expect(isSubset({ a: false }, { a: 'false' })).toBe(false);
     expect(isSubset({ a: [1] }, { a: { 0: 1 } })).toBe(false);
