@@ -124,9 +124,12 @@ describe('errors', () => {
     expect((err as ApiError).message).toMatch(message);
   });
 
-  test('unknown spec fields are pruned by the API server', async () => {
-    const created = await rest.apply({ ...crRef('pruned'), spec: { size: 0, colour: 'blue' } }, 'test-user');
-    expect((created as Obj).spec).toEqual({ size: 0 });
+  test('unknown spec fields are pruned on create, and refused by server-side apply with the field named', async () => {
+    const body = { ...crRef('pruned'), spec: { size: 0, colour: 'blue' } };
+    const created = await rest.request<Obj>('POST', await rest.path(body.apiVersion!, body.kind!, ns), { body });
+    expect(created.spec).toEqual({ size: 0 });
+    const err = await rest.apply(body, 'test-user').then(() => undefined, (e: unknown) => e);
+    expect((err as ApiError).message).toMatch(/\.spec\.colour: field not declared in schema/);
     await rest.delete(crRef('pruned'));
   });
 
