@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parseAllDocuments } from 'yaml';
-import { render, SAMPLE_KIND, sampleResource } from '../../lib/index.js';
+import { kindsFromFile, render, SAMPLE_KIND, sampleResource } from '../../lib/index.js';
 
 const root = join(import.meta.dirname, '..', '..');
 const run = promisify(execFile);
@@ -54,4 +54,13 @@ describe('cdk8s synth', () => {
     await expect(synth({ GROUPNAME: 'maho.takara.org', VERSION: 'v1alpha1', CRKIND: 'takara', IMAGENAME: 'memcached', CLUSTERPORT: '11211', APPNAME: 'takara' }))
       .rejects.toThrow(/CRKIND "takara" is not a valid Kind/);
   }, 120_000);
+});
+
+describe('examples/', () => {
+  test('the example CRs the README applies are the samples synth writes', async () => {
+    const read = (f: string) => parseAllDocuments(readFileSync(join(root, 'examples', f), 'utf8')).map((d) => d.toJS());
+    const kinds = kindsFromFile(join(root, 'examples', 'appkinds.yaml'));
+    expect(read('example-echoflask.yaml')).toEqual([sampleResource(kinds[0]!)]);
+    expect(read('example-takara.yaml')).toEqual([sampleResource(kinds[1]!)]);
+  });
 });
