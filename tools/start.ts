@@ -12,7 +12,7 @@ import { AppKindCrd } from '../lib/crd.js';
 import { ConfigError, loadAppKinds } from '../lib/config.js';
 import type { AppKind } from '../lib/appkind.js';
 import { applyManifests } from './controlplane/apply.js';
-import { ControlPlane } from './controlplane/controlplane.js';
+import { ControlPlane, killWithThisProcess } from './controlplane/controlplane.js';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const logToStderr = (line: string): void => void process.stderr.write(`${line}\n`);
@@ -57,6 +57,8 @@ function startOperator(kubeconfigPath: string): Promise<ChildProcess> {
     env: { METRICS_PORT: '0', HEALTH_PORT: '0', ...process.env, KUBECONFIG: kubeconfigPath },
     stdio: ['ignore', 'pipe', process.stderr],
   });
+  // Dies with us even on SIGKILL, like the control plane's own processes.
+  killWithThisProcess(child);
   return new Promise((resolveStarted, reject) => {
     createInterface({ input: child.stdout! }).on('line', (line) => {
       process.stderr.write(`${line}\n`);

@@ -1,5 +1,6 @@
-// Finds live processes by their command line (Linux /proc), to prove a control plane left none behind.
-// Every component's command line contains its control plane's temp folder.
+// Finds live processes by command line or environment (Linux /proc), to prove a control plane left
+// none behind: every component's command line contains its temp folder, and helpers such as the
+// operator `npm start` runs carry it in KUBECONFIG.
 import { readdirSync, readFileSync } from 'node:fs';
 
 export interface ProcessInfo {
@@ -7,22 +8,22 @@ export interface ProcessInfo {
   cmdline: string;
 }
 
-function cmdlineOf(pid: number): string | undefined {
+function procFile(pid: number, file: 'cmdline' | 'environ'): string {
   try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').trim();
+    return readFileSync(`/proc/${pid}/${file}`, 'utf8').replace(/\0/g, ' ').trim();
   } catch {
-    return undefined; // exited while we looked
+    return ''; // exited while we looked, or not ours to read
   }
 }
 
-/** Processes whose command line contains `text` (zombies have an empty one and are not counted). */
+/** Processes whose command line or environment contains `text` (zombies have neither). */
 export function processesMentioning(text: string): ProcessInfo[] {
   const found: ProcessInfo[] = [];
   for (const entry of readdirSync('/proc')) {
     const pid = Number(entry);
     if (!Number.isInteger(pid) || pid === process.pid) continue;
-    const cmdline = cmdlineOf(pid);
-    if (cmdline?.includes(text)) found.push({ pid, cmdline });
+    const cmdline = procFile(pid, 'cmdline');
+    if (cmdline.includes(text) || procFile(pid, 'environ').includes(text)) found.push({ pid, cmdline });
   }
   return found;
 }

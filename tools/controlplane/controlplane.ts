@@ -1,7 +1,7 @@
 // A real Kubernetes control plane on loopback (etcd, kube-apiserver, kube-controller-manager and,
 // when built, kube-scheduler + kwok with one fake node) for tests, `npm start` and benchmarks.
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,6 +27,7 @@ import { requestServiceAccountToken, writeServiceAccountKubeconfig } from './ser
 import { unwatchDir, watchDir } from './watchdog.js';
 
 export type { AuditEvent, AuditObjectRef } from './audit.js';
+export { killWithThisProcess } from './watchdog.js';
 
 export interface ControlPlaneOptions {
   /** Write a Metadata-level JSON audit log of every request (see auditLogPath). Default false. */
@@ -94,7 +95,7 @@ export class ControlPlane implements Stoppable {
       await cp.boot();
     } catch (err) {
       await cp.stopProcesses();
-      cp.keepDataForDiagnosis();
+      cp.keepLogsOnly();
       throw err;
     }
     cp.log(`controlplane: ready in ${((Date.now() - started) / 1000).toFixed(1)}s at ${cp.server}`);
@@ -257,8 +258,11 @@ export class ControlPlane implements Stoppable {
     await stopAll(['etcd']);
   }
 
-  /** A failed start keeps its logs; the error message names the log file. */
-  private keepDataForDiagnosis(): void {
+  /** A failed start removes its data but keeps logs/, which the error message points to. */
+  private keepLogsOnly(): void {
+    for (const entry of readdirSync(this.dir)) {
+      if (entry !== 'logs') rmSync(join(this.dir, entry), { recursive: true, force: true });
+    }
     unwatchDir(this.dir);
     untrack(this);
     this.stopping = Promise.resolve();

@@ -7,7 +7,7 @@ import { Socket } from 'node:net';
 // Plain CommonJS run with `node -e`, so it needs neither tsx nor a build step.
 const script = `
 const { rmSync } = require('node:fs');
-const groups = new Set();
+const groups = new Set(); // pids, and process groups as negative ids
 const dirs = new Set();
 let buffer = '';
 process.stdin.setEncoding('utf8');
@@ -20,14 +20,17 @@ process.stdin.on('data', (chunk) => {
     const space = line.indexOf(' ');
     const op = line.slice(0, space);
     const arg = line.slice(space + 1);
-    if (op === '+pid') groups.add(Number(arg));
+    if (op === '+pgid') groups.add(-Number(arg));
+    else if (op === '-pgid') groups.delete(-Number(arg));
+    else if (op === '+pid') groups.add(Number(arg));
     else if (op === '-pid') groups.delete(Number(arg));
     else if (op === '+dir') dirs.add(arg);
     else if (op === '-dir') dirs.delete(arg);
   }
 });
 process.stdin.on('end', () => {
-  for (const pgid of groups) { try { process.kill(-pgid, 'SIGKILL'); } catch {} }
+  // Negative ids are process groups.
+  for (const id of groups) { try { process.kill(id, 'SIGKILL'); } catch {} }
   // Give the kernel a moment to release the killed processes' open files before removing them.
   setTimeout(() => {
     for (const dir of dirs) { try { rmSync(dir, { recursive: true, force: true }); } catch {} }
@@ -55,7 +58,18 @@ function send(line: string): void {
 }
 
 /** The child was spawned `detached`, so its pid is its process group id. */
-export const watchProcessGroup = (pgid: number): void => send(`+pid ${pgid}`);
-export const unwatchProcessGroup = (pgid: number): void => send(`-pid ${pgid}`);
+export const watchProcessGroup = (pgid: number): void => send(`+pgid ${pgid}`);
+export const unwatchProcessGroup = (pgid: number): void => send(`-pgid ${pgid}`);
+
+/**
+ * Makes a child process die with this one even if this one is SIGKILLed (e.g. the operator that
+ * `npm start` runs next to the control plane). Forgotten again once the child exits by itself.
+ */
+export function killWithThisProcess(child: ChildProcess): void {
+  const pid = child.pid;
+  if (pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+  send(`+pid ${pid}`);
+  child.once('exit', () => send(`-pid ${pid}`));
+}
 export const watchDir = (dir: string): void => send(`+dir ${dir}`);
 export const unwatchDir = (dir: string): void => send(`-dir ${dir}`);
