@@ -1,6 +1,6 @@
 // Finds the control-plane binaries: explicit assets first (envtest convention), then the build cache,
 // then a build from the pinned Go modules (tools/controlplane/build.sh).
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -84,6 +84,19 @@ function cacheComplete(dir: string): boolean {
   return existsSync(join(dir, '.complete'));
 }
 
+function hasGo(): boolean {
+  return !spawnSync('go', ['version'], { stdio: 'ignore' }).error;
+}
+
+function noBinariesMessage(cache: string): string {
+  return [
+    'controlplane: no control-plane binaries and no Go toolchain to build them.',
+    `  Install Go >= 1.26 (https://go.dev/doc/install) so they are built once into ${cache},`,
+    '  or set KUBEBUILDER_ASSETS to a folder holding etcd, kube-apiserver and kube-controller-manager',
+    '  (optionally kube-scheduler and kwok), or TEST_ASSET_<NAME> per binary.',
+  ].join('\n');
+}
+
 /** Runs build.sh (its stderr goes to `log`); the last stdout line is the cache folder. */
 function runBuild(log: (line: string) => void): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -118,6 +131,7 @@ export async function resolveBinaries(opts: ResolveOptions = {}): Promise<Binari
   const cache = cacheDir(env);
   const cached = cacheComplete(cache) ? collect(lookupIn(cache, env), cache) : undefined;
   if (cached) return cached;
+  if (!hasGo()) throw new Error(noBinariesMessage(cache));
   const built = await runBuild(log);
   const result = collect(lookupIn(built, env), built);
   if (!result) throw new Error(`controlplane: build.sh finished but ${built} lacks ${REQUIRED_BINARIES.join(', ')}`);

@@ -103,12 +103,17 @@ export class ControlPlane implements Stoppable {
   }
 
   private async boot(): Promise<void> {
+    const started = Date.now();
+    const step = (what: string): void => this.log(`controlplane: ${what} (${((Date.now() - started) / 1000).toFixed(1)}s)`);
     await this.startEtcd();
+    step('etcd ready');
     await this.startApiserver();
+    step('kube-apiserver ready');
     this.writeAdminKubeconfig();
     const kc = this.kubeConfig();
     this.startControllers();
     await Promise.all([this.waitForDefaultServiceAccount(kc), this.hasScheduler ? this.waitForFakeNode(kc) : undefined]);
+    step(this.hasScheduler ? 'controllers, scheduler and fake node ready' : 'controllers ready');
   }
 
   private add(name: ComponentName, binary: string, args: string[]): Component {
