@@ -1,0 +1,70 @@
+// The operator under faults, on a control plane of its own: a silent watch is relisted by the
+// watchdog, and kube-apiserver and etcd restarts are survived without a crash or lost events.
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { KubernetesObject } from '@kubernetes/client-node';
+import { SAMPLE_KIND } from '../../lib/index.js';
+import { RestClient } from '../../operator/rest.js';
+import { ControlPlane } from '../../tools/controlplane/controlplane.js';
+import { eventually } from './cluster.js';
+import { installCrds, OperatorProcess } from './operator-process.js';
+
+type Resource = KubernetesObject & { status?: { nodes?: string[]; conditions?: { type: string; status: string }[] } };
+
+const kind = SAMPLE_KIND;
+let cp: ControlPlane;
+let rest: RestClient;
+let operator: OperatorProcess;
+
+const cr = (name: string): KubernetesObject => ({ apiVersion: `${kind.group}/${kind.version}`, kind: kind.kind, metadata: { name, namespace: 'default' } });
+
+async function converge(name: string, size: number): Promise<void> {
+  await eventually(`${name} with ${size} pods`, async () => {
+    const status = (await rest.get<Resource>(cr(name)))?.status;
+    return status?.nodes?.length === size && status.conditions?.find((c) => c.type === 'Degraded')?.status === 'False';
+  }, 120_000);
+}
+
+/** Client-side apply retried while the API server comes back. */
+async function applyEventually(obj: KubernetesObject): Promise<void> {
+  await eventually(`apply ${obj.metadata?.name}`, async () => !!(await rest.apply(obj, 'test-user')));
+}
+
+beforeAll(async () => {
+  // No scheduler: pods stay Pending, which is enough for status.nodes, and the plane starts faster.
+  cp = await ControlPlane.start({ scheduler: false });
+  rest = new RestClient(cp.kubeConfig());
+  await installCrds(cp.kubeConfig(), [kind]);
+  operator = await OperatorProcess.spawn({ kubeconfig: cp.kubeconfigPath, env: { WATCH_STALE_SECONDS: '5' } });
+});
+
+afterAll(async () => {
+  await operator?.stop('SIGTERM');
+  await cp?.stop();
+});
+
+describe('operator faults', () => {
+  test('a watch silent for longer than WATCH_STALE_SECONDS is relisted, and reconciling goes on', async () => {
+    await rest.apply({ ...cr('quiet'), spec: { size: 1 } }, 'test-user');
+    await converge('quiet', 1);
+    await operator.waitForLog((l) => l.msg === 'watch silent too long; relisting', 60_000);
+    await rest.apply({ ...cr('quiet'), spec: { size: 2 } }, 'test-user');
+    await converge('quiet', 2);
+  });
+
+  test('a kube-apiserver restart is survived: a CR created afterwards converges', async () => {
+    const linesBefore = operator.logs.length;
+    await cp.restart('kube-apiserver');
+    await applyEventually({ ...cr('after-apiserver'), spec: { size: 2 } } as KubernetesObject);
+    await converge('after-apiserver', 2);
+    expect(operator.child.exitCode).toBeNull();
+    expect(operator.logs.slice(linesBefore).some((l) => l.msg === 'watch failed; relisting' || l.msg === 'watch silent too long; relisting')).toBe(true);
+  });
+
+  test('an etcd restart is survived: a change made afterwards is reconciled', async () => {
+    await cp.restart('etcd');
+    await applyEventually({ ...cr('quiet'), spec: { size: 3 } } as KubernetesObject);
+    await converge('quiet', 3);
+    expect(operator.child.exitCode).toBeNull();
+    expect(operator.logs.filter((l) => l.level === 'error')).toEqual([]);
+  });
+});
