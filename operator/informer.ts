@@ -37,6 +37,8 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
   private synced = false;
   private abort?: AbortController;
   private lastHeard = Date.now();
+  /** Bumped per watch request; events of an abandoned request (a hung one the watchdog gave up on) are dropped. */
+  private watchId = 0;
   private readonly firstSync: Promise<void>;
   private resolveFirstSync!: () => void;
 
@@ -119,13 +121,16 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
   /** One watch request; resolves when the server or the watchdog ends it. */
   private async watchOnce(): Promise<void> {
     if (this.stopped) return;
+    const id = ++this.watchId;
     let failure: unknown;
     await new Promise<void>((resolve) => {
       const watchdog = setInterval(() => {
         if (Date.now() - this.lastHeard > this.opts.staleMs) {
           this.opts.log.warn('watch silent too long; relisting', { resource: this.path, silentSeconds: Math.round((Date.now() - this.lastHeard) / 1000) });
           this.resourceVersion = undefined;
+          this.watchId++;
           this.abort?.abort();
+          clearInterval(watchdog);
           resolve();
         }
       }, Math.min(this.opts.staleMs / 4, 5_000));
@@ -143,10 +148,10 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
         timeoutSeconds: 240 + Math.floor(Math.random() * 120),
       };
       this.lastHeard = Date.now();
-      new Watch(this.kc).watch(this.path, query, (type, obj) => this.onWatchEvent(type, obj as T), finish)
+      new Watch(this.kc).watch(this.path, query, (type, obj) => id === this.watchId && this.onWatchEvent(type, obj as T), finish)
         .then((controller) => {
-          this.abort = controller;
-          if (this.stopped) controller.abort();
+          if (this.stopped || id !== this.watchId) controller.abort();
+          else this.abort = controller;
         }, finish);
     });
     if (failure) throw failure;
