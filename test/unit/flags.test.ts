@@ -1,0 +1,27 @@
+import { describe, expect, test } from '@jest/globals';
+import { ConfigError } from '../../lib/config.js';
+import { applyFlags, USAGE } from '../../operator/flags.js';
+import { loadSettings } from '../../operator/settings.js';
+
+describe('operator flags', () => {
+  test('flags set the same settings as the environment, and win over it', () => {
+    const { env, help } = applyFlags(['--namespace', 'a', '--namespace', 'b,c', '--workers', '4', '--field-manager', 'me', '--log-level', 'debug'], { WORKERS: '1', LOG_LEVEL: 'warn' });
+    expect(help).toBe(false);
+    const settings = loadSettings(env);
+    expect(settings).toMatchObject({ namespaces: ['a', 'b', 'c'], workers: 4, fieldManager: 'me', logLevel: 'debug' });
+  });
+
+  test('no flags leave the environment as it is', () => {
+    expect(applyFlags([], { WORKERS: '3' }).env).toEqual({ WORKERS: '3' });
+  });
+
+  test('an unknown flag is an error that names it and shows the usage', () => {
+    expect(() => applyFlags(['--worker', '2'], {})).toThrow(ConfigError);
+    expect(() => applyFlags(['--worker', '2'], {})).toThrow(/--worker/);
+    expect(USAGE).toContain('--workers');
+  });
+
+  test('--help', () => {
+    expect(applyFlags(['--help'], {}).help).toBe(true);
+  });
+});
