@@ -152,7 +152,8 @@ export class Reconciler {
     });
     if (statusEqual(cr.status, status)) return;
     try {
-      await this.deps.rest.patchStatus(cr, status);
+      // A merge patch keeps fields it does not mention: null removes a NodePort that is gone.
+      await this.deps.rest.patchStatus(cr, { ...status, nodePort: status.nodePort ?? null });
       log.info('status updated', { replicas: status.replicas, readyReplicas: status.readyReplicas, nodes: status.nodes.length, nodePort: status.nodePort });
     } catch (e) {
       const f = apiFailure(e);
