@@ -79,6 +79,9 @@ export function reconcileRules(kinds: AppKind[]): Rule[] {
       return [
         { apiGroups: [group], resources, verbs: ['get', 'list', 'watch', 'patch', 'update'] },
         { apiGroups: [group], resources: resources.map((p) => `${p}/status`), verbs: ['get', 'patch', 'update'] },
+        // Children carry ownerReferences with blockOwnerDeletion; where the OwnerReferencesPermissionEnforcement
+        // admission plugin runs (OpenShift, hardened clusters) that needs update on the owner's finalizers.
+        { apiGroups: [group], resources: resources.map((p) => `${p}/finalizers`), verbs: ['update'] },
       ];
     });
   return [

@@ -61,8 +61,10 @@ const envOf = (objs: Manifest[]): Record<string, unknown> => Object.fromEntries(
 const RECONCILE_RULES = [
   { apiGroups: ['maho.takara.org'], resources: ['takaras'], verbs: ['get', 'list', 'watch', 'patch', 'update'] },
   { apiGroups: ['maho.takara.org'], resources: ['takaras/status'], verbs: ['get', 'patch', 'update'] },
+  { apiGroups: ['maho.takara.org'], resources: ['takaras/finalizers'], verbs: ['update'] },
   { apiGroups: ['swallowlab.com'], resources: ['echoflasks'], verbs: ['get', 'list', 'watch', 'patch', 'update'] },
   { apiGroups: ['swallowlab.com'], resources: ['echoflasks/status'], verbs: ['get', 'patch', 'update'] },
+  { apiGroups: ['swallowlab.com'], resources: ['echoflasks/finalizers'], verbs: ['update'] },
   { apiGroups: ['apps'], resources: ['deployments'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'update', 'delete'] },
   { apiGroups: [''], resources: ['services'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'update', 'delete'] },
   { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
@@ -126,7 +128,7 @@ describe('OperatorBundle', () => {
       expect(text).not.toContain('secrets');
       expect(text).not.toContain('configmaps');
       expect(new Set(rules.flatMap((r) => r.resources))).toEqual(
-        new Set(['echoflasks', 'echoflasks/status', 'takaras', 'takaras/status', 'deployments', 'services', 'pods', 'events', 'leases']),
+        new Set(['echoflasks', 'echoflasks/status', 'echoflasks/finalizers', 'takaras', 'takaras/status', 'takaras/finalizers', 'deployments', 'services', 'pods', 'events', 'leases']),
       );
     }
   });
