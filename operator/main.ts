@@ -46,7 +46,7 @@ async function run(settings: OperatorSettings, log: Logger): Promise<void> {
   const shutdown = async (signal: string, code: number) => {
     if (stopping) return;
     stopping = true;
-    log.info('shutting down', { signal, graceSeconds: settings.shutdownGraceSeconds });
+    log.info('shutting down', { signal, graceSeconds: settings.shutdownGraceSeconds, inFlight: operator.inFlight, queued: operator.queue.depth });
     const finished = await operator.stop(settings.shutdownGraceSeconds * 1000);
     if (!finished) log.warn('in-flight reconciles did not finish within the grace period');
     await elector?.release();

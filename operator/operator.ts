@@ -19,6 +19,7 @@ export class Operator {
   readonly queue: WorkQueue;
   private readonly caches: ResourceCache<KubernetesObject>[] = [];
   private readonly kinds: Map<string, AppKind>;
+  private readonly running = new Set<string>();
 
   constructor(kc: KubeConfig, private readonly settings: OperatorSettings, private readonly log: Logger, metrics: OperatorMetrics) {
     this.kinds = new Map(settings.kinds.map((k) => [k.kind, k]));
@@ -51,7 +52,23 @@ export class Operator {
       log,
     });
     // One queue for all kinds; a key's first segment is its kind, the metrics' controller label.
-    this.queue = new WorkQueue((key) => reconciler.reconcile(key), { workers: settings.workers }, queueHooks(metrics, 'appkind', (key) => key.split('/')[0]!));
+    this.queue = new WorkQueue((key) => this.run(key, reconciler), { workers: settings.workers }, queueHooks(metrics, 'appkind', (key) => key.split('/')[0]!));
+  }
+
+  /** Reconciles running right now (what a shutdown waits for). */
+  get inFlight(): number {
+    return this.running.size;
+  }
+
+  private async run(key: string, reconciler: Reconciler): Promise<void> {
+    this.running.add(key);
+    this.log.debug('reconcile started', { key });
+    try {
+      await reconciler.reconcile(key);
+    } finally {
+      this.running.delete(key);
+      this.log.debug('reconcile finished', { key });
+    }
   }
 
   /** Starts every watch; resolves when all caches hold their first list. */
