@@ -38,7 +38,7 @@ export async function installOperatorIdentity(kc: KubeConfig, kinds: AppKind[], 
 export class OperatorProcess {
   readonly logs: LogLine[] = [];
   readonly stderr: string[] = [];
-  private exited?: Promise<number | null>;
+  private readonly exit: Promise<number | null>;
 
   private constructor(readonly child: ChildProcess) {
     let buffer = '';
@@ -55,22 +55,37 @@ export class OperatorProcess {
       }
     });
     child.stderr!.on('data', (chunk: Buffer) => this.stderr.push(chunk.toString('utf8')));
-    this.exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)));
+    // 'close', not 'exit': by then stdout is drained, so the last log lines ("stopped") are in `logs`.
+    this.exit = new Promise((resolve) => child.on('close', (code) => resolve(code)));
   }
 
   /** Starts `operator/main.ts` as a ServiceAccount of `namespace` with the given environment. */
   static async start(namespace: string, env: Record<string, string>): Promise<OperatorProcess> {
     const kubeconfig = await sharedServiceAccountKubeconfig(namespace, OPERATOR_SA);
+    return OperatorProcess.spawn({ kubeconfig, env: { WATCH_NAMESPACE: namespace, ...env } });
+  }
+
+  /**
+   * Starts `operator/main.ts` with only `kubeconfig` as credentials (the parent's environment is not
+   * inherited) and resolves once a log line matches `until` (default: caches synced, which a standby
+   * replica reaches too; "operator starting" for a process whose caches cannot sync yet).
+   */
+  static async spawn(opts: { kubeconfig: string; env: Record<string, string>; until?: (line: LogLine) => boolean; timeoutMs?: number }): Promise<OperatorProcess> {
     const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'operator', 'main.ts')], {
       cwd: root,
       env: {
-        PATH: process.env.PATH, HOME: process.env.HOME, KUBECONFIG: kubeconfig,
-        WATCH_NAMESPACE: namespace, METRICS_PORT: '0', HEALTH_PORT: '0', LOG_LEVEL: 'debug', ...env,
+        PATH: process.env.PATH, HOME: process.env.HOME, KUBECONFIG: opts.kubeconfig,
+        METRICS_PORT: '0', HEALTH_PORT: '0', LOG_LEVEL: 'debug', ...opts.env,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const op = new OperatorProcess(child);
-    await op.waitForLog((l) => l.msg === 'workers started' || l.msg === 'caches synced', 60_000);
+    try {
+      await op.waitForLog(opts.until ?? ((l) => l.msg === 'workers started' || l.msg === 'caches synced'), opts.timeoutMs ?? 60_000);
+    } catch (e) {
+      child.kill('SIGKILL');
+      throw e;
+    }
     return op;
   }
 
@@ -80,7 +95,7 @@ export class OperatorProcess {
     while (Date.now() < deadline) {
       const found = this.logs.find(match);
       if (found) return found;
-      if (this.child.exitCode !== null) break;
+      if (this.exited) break;
       await new Promise((r) => setTimeout(r, 100));
     }
     throw new Error(`operator log line not seen (exit code ${this.child.exitCode}); stderr:\n${this.stderr.join('')}\nlast logs:\n${this.logs.slice(-20).map((l) => JSON.stringify(l)).join('\n')}`);
@@ -92,9 +107,44 @@ export class OperatorProcess {
     return { metrics: start?.metricsPort as number | undefined, health: start?.healthPort as number | undefined };
   }
 
+  /** Milliseconds since the epoch of a line's `ts`. */
+  static timeOf(line: LogLine): number {
+    return Date.parse(line.ts as string);
+  }
+
+  /** GET on the operator's HTTP port (one port serves /metrics, /healthz and /readyz when both are 0). */
+  async http(path: '/metrics' | '/healthz' | '/readyz'): Promise<{ status: number; body: string }> {
+    const port = path === '/metrics' ? this.ports.metrics : this.ports.health;
+    if (!port) throw new Error(`operator has no port for ${path} (no "operator starting" line yet)`);
+    const res = await fetch(`http://127.0.0.1:${port}${path}`);
+    return { status: res.status, body: await res.text() };
+  }
+
+  /** Sum of the samples of a metric whose labels include `labels`, from /metrics. */
+  async metric(name: string, labels: Record<string, string> = {}): Promise<number> {
+    return metricValue((await this.http('/metrics')).body, name, labels);
+  }
+
+  /** Whether the process has exited (by itself or by a signal). */
+  get exited(): boolean {
+    return this.child.exitCode !== null || this.child.signalCode !== null;
+  }
+
   /** Sends a signal and resolves with the exit code. */
   async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
-    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill(signal);
-    return this.exited!;
+    if (!this.exited) this.child.kill(signal);
+    return this.exit;
   }
+}
+
+/** Sum of the samples of `name` in a Prometheus text exposition whose labels include `labels` (0 if none). */
+export function metricValue(text: string, name: string, labels: Record<string, string> = {}): number {
+  let sum = 0;
+  for (const line of text.split('\n')) {
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)/.exec(line);
+    if (!m || m[1] !== name) continue;
+    const have = Object.fromEntries([...(m[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)].map((l) => [l[1], l[2]]));
+    if (Object.entries(labels).every(([k, v]) => have[k] === v)) sum += Number(m[3]);
+  }
+  return sum;
 }
