@@ -66,7 +66,9 @@ export interface OperatorBundleProps {
 /** RBAC rule: exact verbs, never `*`. */
 type Rule = k8s.PolicyRule;
 
-const CHILD_VERBS = ['get', 'list', 'watch', 'create', 'patch', 'update', 'delete'];
+// Exactly what the reconciler sends: list/watch (caches), get (a same-named object it does not cache),
+// patch + create (server-side apply that creates), delete (prune). It never sends update.
+const CHILD_VERBS = ['get', 'list', 'watch', 'create', 'patch', 'delete'];
 
 /** Rules the reconciler needs wherever it reconciles CRs (cluster-wide or in one namespace). */
 export function reconcileRules(kinds: AppKind[]): Rule[] {
@@ -77,8 +79,9 @@ export function reconcileRules(kinds: AppKind[]): Rule[] {
     .flatMap(([group, plurals]) => {
       const resources = [...new Set(plurals)].sort();
       return [
-        { apiGroups: [group], resources, verbs: ['get', 'list', 'watch', 'patch', 'update'] },
-        { apiGroups: [group], resources: resources.map((p) => `${p}/status`), verbs: ['get', 'patch', 'update'] },
+        // CRs are only read; the operator writes nothing but their status (a merge patch).
+        { apiGroups: [group], resources, verbs: ['get', 'list', 'watch'] },
+        { apiGroups: [group], resources: resources.map((p) => `${p}/status`), verbs: ['patch'] },
         // Children carry ownerReferences with blockOwnerDeletion; where the OwnerReferencesPermissionEnforcement
         // admission plugin runs (OpenShift, hardened clusters) that needs update on the owner's finalizers.
         { apiGroups: [group], resources: resources.map((p) => `${p}/finalizers`), verbs: ['update'] },
@@ -88,9 +91,9 @@ export function reconcileRules(kinds: AppKind[]): Rule[] {
     ...crRules,
     { apiGroups: ['apps'], resources: ['deployments'], verbs: CHILD_VERBS },
     { apiGroups: [''], resources: ['services'], verbs: CHILD_VERBS },
-    { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
-    { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
-    { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
+    { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] },
+    // core/v1 Events, one create per new failure message.
+    { apiGroups: [''], resources: ['events'], verbs: ['create'] },
   ];
 }
 

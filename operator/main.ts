@@ -5,6 +5,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { ConfigError } from '../lib/config.js';
+import { applyFlags, USAGE } from './flags.js';
 import { startProbeServers } from './health.js';
 import { LeaderElector } from './leader.js';
 import { createLogger, Logger } from './log.js';
@@ -81,7 +82,12 @@ async function run(settings: OperatorSettings, log: Logger): Promise<void> {
 
 let settings: OperatorSettings;
 try {
-  settings = loadSettings(process.env);
+  const { env, help } = applyFlags(process.argv.slice(2), process.env);
+  if (help) {
+    process.stdout.write(`${USAGE}\n`);
+    process.exit(0);
+  }
+  settings = loadSettings(env);
 } catch (e) {
   if (!(e instanceof ConfigError)) throw e;
   process.stderr.write(`appkind-operator: ${e.message}\n`);

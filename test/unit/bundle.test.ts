@@ -59,17 +59,16 @@ const container = (objs: Manifest[]): Container => podSpec(objs).containers[0]!;
 const envOf = (objs: Manifest[]): Record<string, unknown> => Object.fromEntries(container(objs).env.map((e) => [e.name, e.value ?? e.valueFrom]));
 
 const RECONCILE_RULES = [
-  { apiGroups: ['maho.takara.org'], resources: ['takaras'], verbs: ['get', 'list', 'watch', 'patch', 'update'] },
-  { apiGroups: ['maho.takara.org'], resources: ['takaras/status'], verbs: ['get', 'patch', 'update'] },
+  { apiGroups: ['maho.takara.org'], resources: ['takaras'], verbs: ['get', 'list', 'watch'] },
+  { apiGroups: ['maho.takara.org'], resources: ['takaras/status'], verbs: ['patch'] },
   { apiGroups: ['maho.takara.org'], resources: ['takaras/finalizers'], verbs: ['update'] },
-  { apiGroups: ['swallowlab.com'], resources: ['echoflasks'], verbs: ['get', 'list', 'watch', 'patch', 'update'] },
-  { apiGroups: ['swallowlab.com'], resources: ['echoflasks/status'], verbs: ['get', 'patch', 'update'] },
+  { apiGroups: ['swallowlab.com'], resources: ['echoflasks'], verbs: ['get', 'list', 'watch'] },
+  { apiGroups: ['swallowlab.com'], resources: ['echoflasks/status'], verbs: ['patch'] },
   { apiGroups: ['swallowlab.com'], resources: ['echoflasks/finalizers'], verbs: ['update'] },
-  { apiGroups: ['apps'], resources: ['deployments'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'update', 'delete'] },
-  { apiGroups: [''], resources: ['services'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'update', 'delete'] },
-  { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
-  { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
-  { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
+  { apiGroups: ['apps'], resources: ['deployments'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
+  { apiGroups: [''], resources: ['services'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
+  { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] },
+  { apiGroups: [''], resources: ['events'], verbs: ['create'] },
 ];
 
 const LEASE_RULES = [
