@@ -89,9 +89,12 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
         failures = 0;
       } catch (e) {
         const f = apiFailure(e);
-        this.resourceVersion = undefined;
         failures++;
-        this.opts.log.warn('watch failed; relisting', { resource: this.path, code: f.code, error: f.message, failures });
+        // Like client-go's reflector: a dropped connection resumes the watch from the last
+        // resourceVersion (a 410 then says it is too old); any answer from the server relists.
+        const resume = !!this.resourceVersion && f.code === 0 && failures < 5;
+        if (!resume) this.resourceVersion = undefined;
+        this.opts.log.warn(resume ? 'watch failed; resuming' : 'watch failed; relisting', { resource: this.path, code: f.code, error: f.message, failures });
         await sleep(Math.min(200 * 2 ** failures, 10_000));
       }
     }
@@ -161,7 +164,8 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
     this.lastHeard = Date.now();
     if (type === 'ERROR') {
       // 410 Gone (resourceVersion too old) and friends: start over from a fresh list.
-      this.opts.log.info('watch error event; relisting', { resource: this.path, status: (obj as { message?: string }).message });
+      const status = obj as { code?: number; message?: string };
+      this.opts.log.info(status.code === 410 ? 'watch expired (410 Gone); relisting' : 'watch error event; relisting', { resource: this.path, code: status.code, status: status.message });
       this.resourceVersion = undefined;
       this.abort?.abort();
       return;
