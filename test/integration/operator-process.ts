@@ -70,11 +70,20 @@ export class OperatorProcess {
    * inherited) and resolves once a log line matches `until` (default: caches synced, which a standby
    * replica reaches too; "operator starting" for a process whose caches cannot sync yet).
    */
-  static async spawn(opts: { kubeconfig: string; env: Record<string, string>; until?: (line: LogLine) => boolean; timeoutMs?: number }): Promise<OperatorProcess> {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'operator', 'main.ts')], {
+  static async spawn(opts: {
+    /** Credentials; leave out to have the operator load its in-cluster config. */
+    kubeconfig?: string;
+    env: Record<string, string>;
+    until?: (line: LogLine) => boolean;
+    timeoutMs?: number;
+    /** A command the operator's `node` command line is appended to (e.g. a mount-namespace wrapper). */
+    prefix?: string[];
+  }): Promise<OperatorProcess> {
+    const argv = [...(opts.prefix ?? []), process.execPath, '--import', 'tsx', join(root, 'operator', 'main.ts')];
+    const child = spawn(argv[0]!, argv.slice(1), {
       cwd: root,
       env: {
-        PATH: process.env.PATH, HOME: process.env.HOME, KUBECONFIG: opts.kubeconfig,
+        PATH: process.env.PATH, HOME: process.env.HOME, ...(opts.kubeconfig ? { KUBECONFIG: opts.kubeconfig } : {}),
         METRICS_PORT: '0', HEALTH_PORT: '0', LOG_LEVEL: 'debug', ...opts.env,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
