@@ -98,7 +98,11 @@ export class Reconciler {
   /** Applies one child unless the live object already holds it. */
   private async applyOne(obj: KubeObject, cr: CachedResource, log: Logger): Promise<ReconcileFailure | undefined> {
     let live = this.cacheFor(obj.kind)?.get(obj.metadata.namespace, obj.metadata.name);
-    if (!live) live = await this.deps.rest.get(obj);
+    try {
+      live ??= await this.deps.rest.get(obj);
+    } catch (e) {
+      return { reason: 'ReadFailed', message: `${describeObject(obj)}: ${apiFailure(e).message}` };
+    }
     if (live && controllerOf(live)?.uid !== cr.metadata.uid) {
       return {
         reason: 'NameConflict',
