@@ -10,7 +10,7 @@ export class EventRecorder {
   }
 
   /** Best effort: a failed Event must never fail the reconcile that reports it. */
-  async record(obj: KubernetesObject, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
+  async record(obj: KubernetesObject, type: 'Normal' | 'Warning', reason: string, message: string, log: Logger = this.log): Promise<void> {
     const namespace = obj.metadata!.namespace!;
     const now = new Date();
     try {
@@ -33,7 +33,7 @@ export class EventRecorder {
       this.onRequest('POST', 201);
     } catch (e) {
       this.onRequest('POST', (e as { code?: number }).code ?? 0);
-      this.log.warn('could not record event', { reason, error: e instanceof Error ? e.message.split('\n')[0] : String(e) });
+      log.warn('could not record event', { reason, error: e instanceof Error ? e.message.split('\n')[0] : String(e) });
     }
   }
 }

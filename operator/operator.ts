@@ -79,8 +79,8 @@ export class Operator {
 
   /** Starts reconciling (on becoming leader, or at once without leader election). */
   startWorkers(): void {
-    this.queue.start();
     this.log.info('workers started', { workers: this.settings.workers });
+    this.queue.start();
   }
 
   /** All caches synced: /readyz passes. */

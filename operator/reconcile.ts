@@ -76,7 +76,7 @@ export class Reconciler {
     if (failure) {
       const previous = cr.status?.conditions?.find((c) => c.type === 'Degraded');
       if (previous?.status !== 'True' || previous.message !== failure.message) {
-        await this.deps.events.record(cr, 'Warning', failure.reason, failure.message);
+        await this.deps.events.record(cr, 'Warning', failure.reason, failure.message, log);
       }
       throw new ReconcileError(failure);
     }
