@@ -124,7 +124,9 @@ export function kindsFromDocument(doc: unknown, where: string): AppKind[] {
   for (const k of kinds) {
     const id = `${k.plural}.${k.group}`;
     if (seen.has(id)) throw new ConfigError(`${where}: kind ${k.kind} (${id}) is listed twice; remove one`);
-    seen.add(id);
+    // The operator keys its queue, logs and metrics by Kind, so one process serves each Kind name once.
+    if (seen.has(k.kind)) throw new ConfigError(`${where}: two kinds are named ${k.kind}; give each kind its own name`);
+    seen.add(id).add(k.kind);
   }
   return kinds;
 }
