@@ -99,7 +99,13 @@ async function main(): Promise<void> {
     const user = `system:serviceaccount:${OPERATOR_NS}:appkind-operator`;
     const audit = await cp.readAuditLog();
     const steadyWrites = audit.filter((e) => e.user.username === user && e.stageTimestamp > since && ['create', 'update', 'patch', 'delete'].includes(e.verb)).length;
-    const totalWrites = audit.filter((e) => e.user.username === user && ['create', 'update', 'patch', 'delete'].includes(e.verb)).length;
+    const writes = audit.filter((e) => e.user.username === user && ['create', 'update', 'patch', 'delete'].includes(e.verb));
+    const totalWrites = writes.length;
+    const writesByResource: Record<string, number> = {};
+    for (const e of writes) {
+      const what = `${e.verb} ${e.objectRef?.resource ?? '?'}${e.objectRef?.subresource ? `/${e.objectRef.subresource}` : ''}`;
+      writesByResource[what] = (writesByResource[what] ?? 0) + 1;
+    }
     const reconciles = metric(after, 'controller_runtime_reconcile_total');
     const steadyReconciles = reconciles - metric(before, 'controller_runtime_reconcile_total');
     const rssMiB = procStatus(operator.pid!, 'VmRSS');
@@ -118,6 +124,7 @@ async function main(): Promise<void> {
       scaleSeconds,
       reconcilesTotal: reconciles,
       operatorWritesTotal: totalWrites,
+      operatorWritesByResource: writesByResource,
       steadyStateWrites: steadyWrites,
       steadyStateReconciles: steadyReconciles,
       operatorRssMiB: { idle: baselineRssMiB, afterRun: rssMiB, peak: peakRssMiB },
