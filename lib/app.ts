@@ -10,6 +10,16 @@ export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
 /** Default value of the `app.kubernetes.io/managed-by` label. */
 export const DEFAULT_MANAGED_BY = 'cdk8s-appkind';
 
+/** Names of an app's Deployment and Service, from its base name. */
+export function appObjectNames(name: string): { deployment: string; service: string } {
+  return { deployment: `${name}-deployment`, service: `${name}-svc` };
+}
+
+/** Labels that select an app's pods. */
+export function appSelectorLabels(name: string, appName: string, managedBy = DEFAULT_MANAGED_BY): Record<string, string> {
+  return { [NAME_LABEL]: appName, [INSTANCE_LABEL]: name, [MANAGED_BY_LABEL]: managedBy };
+}
+
 export interface ContainerAppProps {
   /** Base name: the objects are `<name>-deployment` and `<name>-svc`; also the instance label. @default the construct id */
   readonly name?: string;
@@ -64,13 +74,10 @@ export class ContainerApp extends Construct {
     const replicas = props.replicas ?? 1;
     checkProps(this.node.path, props, replicas);
 
-    this.deploymentName = `${name}-deployment`;
-    this.serviceName = `${name}-svc`;
-    this.selectorLabels = {
-      [NAME_LABEL]: appName,
-      [INSTANCE_LABEL]: name,
-      [MANAGED_BY_LABEL]: props.managedBy ?? DEFAULT_MANAGED_BY,
-    };
+    const names = appObjectNames(name);
+    this.deploymentName = names.deployment;
+    this.serviceName = names.service;
+    this.selectorLabels = appSelectorLabels(name, appName, props.managedBy);
     const labels = { ...props.labels, ...this.selectorLabels };
     const metadata = { namespace: props.namespace, labels, annotations: props.annotations };
 

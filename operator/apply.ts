@@ -42,7 +42,7 @@ export function isSubset(desired: unknown, live: unknown): boolean {
   return firstDifference(desired, live) === undefined;
 }
 
-/** True when the object must be sent: absent, or some applied field differs from the live object. */
-export function needsApply(desired: KubernetesObject, live: KubernetesObject | undefined): boolean {
-  return !live || !isSubset(desired, live);
+/** Why the object must be sent (`absent`, or the first field that differs), or undefined when it need not be. */
+export function drift(desired: KubernetesObject, live: KubernetesObject | undefined): string | undefined {
+  return live ? firstDifference(desired, live) : 'absent';
 }

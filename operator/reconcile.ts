@@ -1,8 +1,8 @@
 import { KubernetesObject, V1Deployment, V1OwnerReference, V1Pod, V1Service } from '@kubernetes/client-node';
 import { AppKind, AppResource } from '../lib/appkind.js';
 import { appPropsFor, KubeObject, render } from '../lib/render.js';
-import { INSTANCE_LABEL, MANAGED_BY_LABEL, DEFAULT_MANAGED_BY, NAME_LABEL } from '../lib/app.js';
-import { firstDifference } from './apply.js';
+import { appObjectNames, appSelectorLabels, DEFAULT_MANAGED_BY, MANAGED_BY_LABEL } from '../lib/app.js';
+import { drift as driftOf } from './apply.js';
 import { ResourceCache } from './cache.js';
 import { EventRecorder } from './events.js';
 import { apiFailure, describeObject } from './kube.js';
@@ -109,7 +109,7 @@ export class Reconciler {
         message: `${describeObject(obj)} already exists and is not owned by ${cr.kind} ${cr.metadata.namespace}/${cr.metadata.name}; delete or rename it, or rename the ${cr.kind}`,
       };
     }
-    const drift = live ? firstDifference(obj, live) : 'absent';
+    const drift = driftOf(obj, live);
     if (!drift) return undefined;
     try {
       await this.deps.rest.apply(obj, this.deps.fieldManager);
@@ -142,13 +142,15 @@ export class Reconciler {
   private async writeStatus(kind: AppKind, cr: CachedResource, failure: ReconcileFailure | undefined, log: Logger): Promise<void> {
     const ns = cr.metadata.namespace!;
     const props = appPropsFor(kind, cr);
-    const selectorLabels = { [NAME_LABEL]: kind.appName, [INSTANCE_LABEL]: cr.metadata.name, [MANAGED_BY_LABEL]: DEFAULT_MANAGED_BY };
+    // The same names and labels the construct gives the children.
+    const selectorLabels = appSelectorLabels(props.name!, props.appName!);
+    const names = appObjectNames(props.name!);
     const status = computeStatus({
       size: props.replicas ?? 1,
       generation: cr.metadata.generation,
       selectorLabels,
-      deployment: this.deps.deployments.get(ns, `${cr.metadata.name}-deployment`),
-      service: this.deps.services.get(ns, `${cr.metadata.name}-svc`),
+      deployment: this.deps.deployments.get(ns, names.deployment),
+      service: this.deps.services.get(ns, names.service),
       pods: this.deps.pods.list(ns).filter((p) => Object.entries(selectorLabels).every(([k, v]) => p.metadata?.labels?.[k] === v)),
       failure,
       previous: cr.status,

@@ -1,18 +1,18 @@
 import { describe, expect, test } from '@jest/globals';
-import { isSubset, needsApply } from '../../operator/apply.js';
+import { drift, isSubset } from '../../operator/apply.js';
 
 const desired = {
   apiVersion: 'v1', kind: 'Service', metadata: { name: 's', labels: { a: '1' } },
   spec: { type: 'NodePort', ports: [{ name: 'http', port: 5000, targetPort: 5000 }], selector: { a: '1' } },
 };
 
-describe('needsApply (steady state sends nothing)', () => {
+describe('drift (steady state sends nothing)', () => {
   test('a live object holding every applied field plus server defaults needs no request', () => {
     const live = JSON.parse(JSON.stringify(desired));
     live.metadata = { ...live.metadata, uid: 'u', resourceVersion: '7', labels: { a: '1', extra: 'x' }, annotations: { note: 'by someone else' } };
     live.spec.ports[0] = { ...live.spec.ports[0], protocol: 'TCP', nodePort: 31000 };
     live.spec.clusterIP = '10.0.0.3';
-    expect(needsApply(desired, live)).toBe(false);
+    expect(drift(desired, live)).toBeUndefined();
   });
 
   test('an int-or-string targetPort returned as a string still matches', () => {
@@ -22,16 +22,16 @@ describe('needsApply (steady state sends nothing)', () => {
   });
 
   test('drift or absence needs an apply', () => {
-    expect(needsApply(desired, undefined)).toBe(true);
+    expect(drift(desired, undefined)).toBe('absent');
     const changed = JSON.parse(JSON.stringify(desired));
     changed.spec.ports[0].port = 5001;
-    expect(needsApply(desired, changed)).toBe(true);
+    expect(drift(desired, changed)).toBe('spec.ports[0].port');
     const extraPort = JSON.parse(JSON.stringify(desired));
     extraPort.spec.ports.push({ port: 1 });
-    expect(needsApply(desired, extraPort)).toBe(true);
+    expect(drift(desired, extraPort)).toBe('spec.ports');
     const lostLabel = JSON.parse(JSON.stringify(desired));
     delete lostLabel.metadata.labels.a;
-    expect(needsApply(desired, lostLabel)).toBe(true);
+    expect(drift(desired, lostLabel)).toBe('metadata.labels.a');
   });
 
   test('an absent live field matches a zero value, as the server omits omitempty zeros', () => {
