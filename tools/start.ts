@@ -2,13 +2,11 @@
 // walkthrough variables, APPKIND_CONFIG, or the sample kind) and the operator serving them.
 // Prints exactly one line on stdout, `export KUBECONFIG=<path>`, once ready (diagnostics and the
 // operator's JSON logs go to stderr) and runs until SIGINT/SIGTERM, then stops everything.
-import type { KubernetesObject } from '@kubernetes/client-node';
-import { App, Chart } from 'cdk8s';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { AppKindCrd } from '../lib/crd.js';
+import { crdObjects } from '../lib/crd-yaml.js';
 import { ConfigError, loadAppKinds } from '../lib/config.js';
 import type { AppKind } from '../lib/appkind.js';
 import { applyManifests } from './controlplane/apply.js';
@@ -23,13 +21,6 @@ export interface StartLocalOptions {
   /** Kinds whose CRDs are installed. Default: the configured kinds (loadAppKinds) */
   kinds?: AppKind[];
   log?: (line: string) => void;
-}
-
-/** The CRD objects of the kinds, from the same construct `cdk8s synth` uses. */
-function crdObjects(kinds: AppKind[]): KubernetesObject[] {
-  const chart = new Chart(new App(), 'crds');
-  for (const appKind of kinds) new AppKindCrd(chart, appKind.kind, { appKind });
-  return chart.toJson() as KubernetesObject[];
 }
 
 /** Control plane + the kinds' CRDs applied (Established). The caller owns stop(). */

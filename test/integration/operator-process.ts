@@ -5,7 +5,7 @@ import { App, Chart } from 'cdk8s';
 import { ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { AppKind } from '../../lib/appkind.js';
-import { AppKindCrd } from '../../lib/crd.js';
+import { crdObjects } from '../../lib/crd-yaml.js';
 import { OperatorBundle } from '../../lib/bundle.js';
 import { applyManifests } from '../../tools/controlplane/apply.js';
 import { sharedServiceAccountKubeconfig } from './cluster.js';
@@ -22,9 +22,7 @@ export interface LogLine {
 
 /** Installs the CRDs of the kinds (idempotent: several test files share the cluster). */
 export async function installCrds(kc: KubeConfig, kinds: AppKind[]): Promise<void> {
-  const chart = new Chart(new App(), 'crds');
-  for (const appKind of kinds) new AppKindCrd(chart, appKind.kind, { appKind });
-  await applyManifests(kc, chart.toJson() as KubernetesObject[]);
+  await applyManifests(kc, crdObjects(kinds));
 }
 
 /** The bundle's ServiceAccount and RBAC for watching one namespace (the operator Deployment left out). */
