@@ -2,7 +2,7 @@
 // and the operator's install bundle (dist/appkind-operator.k8s.yaml).
 import { App, Chart } from 'cdk8s';
 import { OperatorBundle } from './lib/bundle.js';
-import { ConfigError, loadAppKinds } from './lib/config.js';
+import { ConfigError, loadAppKinds, watchNamespaces } from './lib/config.js';
 import { addKindCharts } from './lib/sample.js';
 
 try {
@@ -13,7 +13,7 @@ try {
     kinds,
     image: process.env.OPERATOR_IMAGE || undefined,
     namespace: process.env.OPERATOR_NAMESPACE || undefined,
-    watchNamespaces: (process.env.WATCH_NAMESPACE ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+    watchNamespaces: watchNamespaces(process.env),
   });
   app.synth();
 } catch (e) {

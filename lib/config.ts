@@ -131,6 +131,11 @@ export function kindsFromDocument(doc: unknown, where: string): AppKind[] {
   return kinds;
 }
 
+/** WATCH_NAMESPACE: comma-separated namespaces; none means all. */
+export function watchNamespaces(env: NodeJS.ProcessEnv): string[] {
+  return (env.WATCH_NAMESPACE ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+}
+
 /**
  * The configured kinds: APPKIND_CONFIG (a file), else APPKIND_KINDS (JSON, used by the in-cluster
  * Deployment), else the six walkthrough variables, else the sample kind.

@@ -1,5 +1,5 @@
 import { AppKind } from '../lib/appkind.js';
-import { ConfigError, loadAppKinds } from '../lib/config.js';
+import { ConfigError, loadAppKinds, watchNamespaces } from '../lib/config.js';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
@@ -63,10 +63,9 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): OperatorSett
   if (!['debug', 'info', 'warn', 'error'].includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL="${env.LOG_LEVEL}" is not one of debug, info, warn, error`);
   }
-  const namespaces = (env.WATCH_NAMESPACE ?? '').split(',').map((s) => s.trim()).filter(Boolean);
   const settings: OperatorSettings = {
     kinds: loadAppKinds(env),
-    namespaces,
+    namespaces: watchNamespaces(env),
     workers: intSetting(env, 'WORKERS', 2, 1, 64),
     fieldManager: env.FIELD_MANAGER || 'appkind-operator',
     logLevel: logLevel as LogLevel,
