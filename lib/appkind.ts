@@ -19,6 +19,13 @@ export interface AppKind {
   readonly appName: string;
   /** Largest `spec.size` the API server accepts. @default 100 */
   readonly maxSize?: number;
+  /**
+   * Images a CR may ask for in `spec.image`, besides the kind's own image: exact references, or
+   * prefixes ending in `*` such as `registry.example.com/*` or `takeyan/flask:*` (see ImagePolicy).
+   * The CRD refuses other images at admission and the operator refuses to apply them.
+   * @default none: CRs run the kind's image only
+   */
+  readonly allowedImages?: string[];
 }
 
 /** The API version string of an app kind, `group/version`. */

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { AppKind, DEFAULT_MAX_SIZE } from './appkind.js';
+import { ImagePolicy } from './imagepolicy.js';
 
 /** A configuration mistake, with the setting that is wrong and how to fix it in the message. */
 export class ConfigError extends Error {
@@ -73,7 +74,27 @@ export function validateAppKind(raw: Raw, where: string, names: Partial<Record<k
   const appName = str('appName', false) ?? kind.toLowerCase();
   if (!DNS_LABEL.test(appName)) fail('appName', `"${appName}" is not a lower-case DNS label`, 'use lower-case letters, digits and "-", such as "echoflask"');
   const maxSize = int('maxSize', 0, 100_000) ?? DEFAULT_MAX_SIZE;
-  return { group, version, kind, plural, image, port: port!, appName, maxSize };
+  const allowedImages = patterns('allowedImages', raw.allowedImages, label, fail);
+  return { group, version, kind, plural, image, port: port!, appName, maxSize, ...(allowedImages.length > 0 ? { allowedImages } : {}) };
+}
+
+/** Image patterns: a list (config file) or a comma-separated string (environment). */
+function patterns(
+  field: keyof AppKind,
+  v: unknown,
+  label: (field: keyof AppKind) => string,
+  fail: (field: keyof AppKind, problem: string, fix: string) => never,
+): string[] {
+  if (v === undefined || v === null || v === '') return [];
+  const list = typeof v === 'string' ? v.split(',').map((s) => s.trim()).filter(Boolean) : v;
+  if (!Array.isArray(list) || list.some((p) => typeof p !== 'string')) {
+    fail(field, `must be a list of image patterns, got ${JSON.stringify(v)}`, `write ${label(field)} as a list (or comma-separated) of patterns such as "registry.example.com/*"`);
+  }
+  for (const p of list as string[]) {
+    const problem = ImagePolicy.problemOf(p);
+    if (problem) fail(field, `has the pattern ${problem}`, 'give exact image references or prefixes ending in "*", such as "registry.example.com/*" or "takeyan/flask:*"');
+  }
+  return list as string[];
 }
 
 /**
@@ -90,9 +111,15 @@ export function kindFromEnv(env: NodeJS.ProcessEnv): AppKind | undefined {
   const groupName = env.GROUPNAME!;
   const group = groupName.includes('.') ? groupName : `${groupName}.${env.DOMAIN || 'com'}`;
   return validateAppKind(
-    { group, version: env.VERSION, kind: env.CRKIND, image: env.IMAGENAME, port: env.CLUSTERPORT, appName: env.APPNAME, plural: env.PLURAL, maxSize: env.MAXSIZE },
+    {
+      group, version: env.VERSION, kind: env.CRKIND, image: env.IMAGENAME, port: env.CLUSTERPORT, appName: env.APPNAME, plural: env.PLURAL, maxSize: env.MAXSIZE,
+      allowedImages: env.ALLOWED_IMAGES,
+    },
     'environment',
-    { group: 'GROUPNAME', version: 'VERSION', kind: 'CRKIND', image: 'IMAGENAME', port: 'CLUSTERPORT', appName: 'APPNAME', plural: 'PLURAL', maxSize: 'MAXSIZE' },
+    {
+      group: 'GROUPNAME', version: 'VERSION', kind: 'CRKIND', image: 'IMAGENAME', port: 'CLUSTERPORT', appName: 'APPNAME', plural: 'PLURAL', maxSize: 'MAXSIZE',
+      allowedImages: 'ALLOWED_IMAGES',
+    },
   );
 }
 

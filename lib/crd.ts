@@ -1,6 +1,7 @@
 import { k8s } from 'cdk8s-plus-27';
 import { Construct } from 'constructs';
 import { AppKind, DEFAULT_MAX_SIZE } from './appkind.js';
+import { ImagePolicy } from './imagepolicy.js';
 
 export interface AppKindCrdProps {
   /** The kind to define. */
@@ -58,6 +59,22 @@ export class AppKindCrd extends Construct {
   }
 }
 
+/** Longest `spec.image`: far above real references, and it bounds the CEL rule's cost. */
+export const MAX_IMAGE_LENGTH = 512;
+
+/** `spec.image`, with the kind's image policy as a CEL rule the API server checks at admission. */
+function imageSchema(kind: AppKind): k8s.JsonSchemaProps {
+  const policy = new ImagePolicy(kind.image, kind.allowedImages);
+  const allowed = policy.allowsAny ? 'Any image is allowed.' : `Allowed: ${policy.patterns.join(', ')} (a trailing * is a prefix).`;
+  return {
+    type: 'string',
+    minLength: 1,
+    maxLength: MAX_IMAGE_LENGTH,
+    description: `Container image. ${allowed} Defaults to ${kind.image}.`,
+    xKubernetesValidations: policy.allowsAny ? undefined : [{ rule: policy.celRule(), message: policy.message() }],
+  };
+}
+
 function schema(kind: AppKind): k8s.JsonSchemaProps {
   const int = (description: string, minimum: number, maximum?: number): k8s.JsonSchemaProps =>
     ({ type: 'integer', format: 'int32', minimum, maximum, description });
@@ -73,7 +90,7 @@ function schema(kind: AppKind): k8s.JsonSchemaProps {
         default: {},
         properties: {
           size: { ...int('Number of pods (Deployment replicas).', 0, kind.maxSize ?? DEFAULT_MAX_SIZE), default: 1 },
-          image: { type: 'string', minLength: 1, description: `Container image. Defaults to ${kind.image}.` },
+          image: imageSchema(kind),
           port: int(`Container and Service port. Defaults to ${kind.port}.`, 1, 65535),
           nodePort: int('Fixed NodePort. Allocated by the API server when unset.', 30000, 32767),
         },

@@ -9,3 +9,4 @@ export * from './config.js';
 export * from './bundle.js';
 export { EchoFlask, type EchoFlaskProps, type EchoFlaskSpec } from './imports/swallowlab.com.js';
 export { Takara, type TakaraProps, type TakaraSpec } from './imports/maho.takara.org.js';
+export * from './imagepolicy.js';

@@ -7,6 +7,7 @@ import { ResourceCache } from './cache.js';
 import { EventRecorder } from './events.js';
 import { apiFailure, describeObject } from './kube.js';
 import { Logger } from './log.js';
+import { imagePolicyFailure } from './policy.js';
 import { RestClient } from './rest.js';
 import { AppStatus, computeStatus, ReconcileFailure, statusEqual } from './status.js';
 
@@ -61,12 +62,15 @@ export class Reconciler {
     if (!kind || !cr || cr.metadata.deletionTimestamp) return; // gone: the garbage collector removes the children
     const log = this.deps.log.child({ key });
 
-    let failure: ReconcileFailure | undefined;
+    // A refused image is never rendered, so nothing is applied or pruned: existing children stay as they were.
+    let failure: ReconcileFailure | undefined = imagePolicyFailure(kind, cr);
     let desired: KubeObject[] = [];
-    try {
-      desired = render(kind, cr).map((obj) => this.owned(obj, cr));
-    } catch (e) {
-      failure = { reason: 'InvalidSpec', message: (e as Error).message };
+    if (!failure) {
+      try {
+        desired = render(kind, cr).map((obj) => this.owned(obj, cr));
+      } catch (e) {
+        failure = { reason: 'InvalidSpec', message: (e as Error).message };
+      }
     }
     for (const obj of desired) {
       failure ??= await this.applyOne(obj, cr, log);
