@@ -9,7 +9,7 @@ import { apiFailure, describeObject } from './kube.js';
 import { Logger } from './log.js';
 import { imagePolicyFailure } from './policy.js';
 import { RestClient } from './rest.js';
-import { AppStatus, computeStatus, ReconcileFailure, statusEqual } from './status.js';
+import { AppStatus, computeStatus, podsRefusedEvent, ReconcileFailure, replicaFailureOf, statusEqual } from './status.js';
 
 /** A CR as cached: an app resource with the status we wrote. */
 export type CachedResource = AppResource & KubernetesObject & { status?: Partial<AppStatus> };
@@ -149,11 +149,12 @@ export class Reconciler {
     // The same names and labels the construct gives the children.
     const selectorLabels = appSelectorLabels(props.name!, props.appName!);
     const names = appObjectNames(props.name!);
+    const deployment = this.deps.deployments.get(ns, names.deployment);
     const status = computeStatus({
       size: props.replicas ?? 1,
       generation: cr.metadata.generation,
       selectorLabels,
-      deployment: this.deps.deployments.get(ns, names.deployment),
+      deployment,
       service: this.deps.services.get(ns, names.service),
       pods: this.deps.pods.list(ns).filter((p) => Object.entries(selectorLabels).every(([k, v]) => p.metadata?.labels?.[k] === v)),
       failure,
@@ -165,6 +166,9 @@ export class Reconciler {
       // A merge patch keeps fields it does not mention: null removes a NodePort that is gone.
       await this.deps.rest.patchStatus(cr, { ...status, nodePort: status.nodePort ?? null });
       log.info('status updated', { replicas: status.replicas, readyReplicas: status.readyReplicas, nodes: status.nodes.length, nodePort: status.nodePort });
+      // Pods refused by admission (quota, Pod Security, LimitRange): say so where the CR's author looks.
+      const refused = podsRefusedEvent(cr.status, status, replicaFailureOf(deployment));
+      if (refused) await this.deps.events.record(cr, 'Warning', refused.reason, refused.message, log);
     } catch (e) {
       const f = apiFailure(e);
       if (f.code === 404) return; // deleted meanwhile
