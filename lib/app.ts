@@ -45,7 +45,21 @@ export interface ContainerAppProps {
   readonly nodePort?: number;
   /** When the kubelet pulls the image. @default kplus.ImagePullPolicy.IF_NOT_PRESENT */
   readonly imagePullPolicy?: kplus.ImagePullPolicy;
-  /** Container security context. @default root allowed, writable root filesystem, not privileged, no privilege escalation */
+  /**
+   * Run as a non-root user, with every capability dropped and the runtime's default seccomp profile:
+   * the pods then meet the "restricted" Pod Security Standard (the image must run as a non-root UID,
+   * or `runAsUser` must give one). Unset, the pods meet "baseline".
+   * @default false
+   */
+  readonly runAsNonRoot?: boolean;
+  /** UID the container runs as. @default the image's user */
+  readonly runAsUser?: number;
+  /** Mount the container's root filesystem read-only. Hardening only; no Pod Security level depends on it. @default false */
+  readonly readOnlyRootFilesystem?: boolean;
+  /**
+   * Container security context, applied over what `runAsNonRoot`, `runAsUser` and `readOnlyRootFilesystem` give.
+   * @default root allowed, writable root filesystem, not privileged, no privilege escalation
+   */
   readonly securityContext?: kplus.ContainerSecurityContextProps;
   /** Value of the `app.kubernetes.io/managed-by` label (part of the selector). @default "cdk8s-appkind" */
   readonly managedBy?: string;
@@ -72,6 +86,7 @@ export class ContainerApp extends Construct {
     const name = props.name ?? id;
     const appName = props.appName ?? name;
     const replicas = props.replicas ?? 1;
+    const runAsNonRoot = props.runAsNonRoot ?? false;
     checkProps(this.node.path, props, replicas);
 
     const names = appObjectNames(name);
@@ -87,7 +102,7 @@ export class ContainerApp extends Construct {
       // Not the path-derived cdk8s.io/metadata.addr selector: a Deployment selector is immutable.
       select: false,
       replicas,
-      securityContext: { ensureNonRoot: false },
+      securityContext: { ensureNonRoot: runAsNonRoot },
       containers: [{
         name: appName,
         image: props.image,
@@ -96,10 +111,11 @@ export class ContainerApp extends Construct {
         resources: props.resources ?? {},
         imagePullPolicy: props.imagePullPolicy ?? kplus.ImagePullPolicy.IF_NOT_PRESENT,
         securityContext: {
-          ensureNonRoot: false,
-          readOnlyRootFilesystem: false,
+          ensureNonRoot: runAsNonRoot,
+          readOnlyRootFilesystem: props.readOnlyRootFilesystem ?? false,
           privileged: false,
           allowPrivilegeEscalation: false,
+          ...(props.runAsUser !== undefined ? { user: props.runAsUser } : {}),
           ...props.securityContext,
         },
       }],
@@ -110,6 +126,11 @@ export class ContainerApp extends Construct {
     deploymentObject.addJsonPatch(JsonPatch.remove('/spec/template/metadata/labels/cdk8s.io~1metadata.addr'));
     // A TCP startup probe fails images that take over 30 s to listen; the app kind promises any image.
     deploymentObject.addJsonPatch(JsonPatch.remove('/spec/template/spec/containers/0/startupProbe'));
+    if (runAsNonRoot) {
+      // The rest of "restricted" (cdk8s-plus-27 has no "ALL" capability and no seccomp field).
+      deploymentObject.addJsonPatch(JsonPatch.add('/spec/template/spec/containers/0/securityContext/capabilities', { drop: ['ALL'] }));
+      deploymentObject.addJsonPatch(JsonPatch.add('/spec/template/spec/securityContext/seccompProfile', { type: 'RuntimeDefault' }));
+    }
 
     this.service = new kplus.Service(this, 'Service', {
       metadata: { ...metadata, name: this.serviceName },
@@ -135,6 +156,10 @@ function checkProps(path: string, props: ContainerAppProps, replicas: number): v
   if (!props.image || /\s/.test(props.image)) fail(`image "${props.image}" is empty or contains white space; give an image reference such as "nginx:1.27"`);
   if (!Number.isInteger(props.port) || props.port < 1 || props.port > 65535) fail(`port ${props.port} is not an integer from 1 to 65535`);
   if (!Number.isInteger(replicas) || replicas < 0) fail(`replicas ${replicas} is not a non-negative integer`);
+  if (props.runAsUser !== undefined && (!Number.isInteger(props.runAsUser) || props.runAsUser < 0 || props.runAsUser > 2147483647)) {
+    fail(`runAsUser ${props.runAsUser} is not a UID from 0 to 2147483647`);
+  }
+  if (props.runAsNonRoot && props.runAsUser === 0) fail('runAsNonRoot is set but runAsUser is 0 (root); give a non-zero UID or leave runAsUser unset');
   if (props.nodePort !== undefined && (!Number.isInteger(props.nodePort) || props.nodePort < 30000 || props.nodePort > 32767)) {
     fail(`nodePort ${props.nodePort} is outside 30000-32767; leave it unset to let the API server allocate one`);
   }

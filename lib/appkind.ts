@@ -26,6 +26,15 @@ export interface AppKind {
    * @default none: CRs run the kind's image only
    */
   readonly allowedImages?: string[];
+  /**
+   * Pods run as non-root with all capabilities dropped and seccomp RuntimeDefault: they meet the
+   * "restricted" Pod Security Standard. CRs cannot change it. @default false: the pods meet "baseline"
+   */
+  readonly runAsNonRoot?: boolean;
+  /** UID the container runs as; CRs cannot change it. @default the image's user */
+  readonly runAsUser?: number;
+  /** Read-only root filesystem for the container; CRs cannot change it. @default false */
+  readonly readOnlyRootFilesystem?: boolean;
 }
 
 /** The API version string of an app kind, `group/version`. */

@@ -75,7 +75,24 @@ export function validateAppKind(raw: Raw, where: string, names: Partial<Record<k
   if (!DNS_LABEL.test(appName)) fail('appName', `"${appName}" is not a lower-case DNS label`, 'use lower-case letters, digits and "-", such as "echoflask"');
   const maxSize = int('maxSize', 0, 100_000) ?? DEFAULT_MAX_SIZE;
   const allowedImages = patterns('allowedImages', raw.allowedImages, label, fail);
-  return { group, version, kind, plural, image, port: port!, appName, maxSize, ...(allowedImages.length > 0 ? { allowedImages } : {}) };
+  const bool = (field: keyof AppKind): boolean | undefined => {
+    const v = raw[field];
+    if (v === undefined || v === null || v === '') return undefined;
+    if (typeof v === 'boolean') return v;
+    if (typeof v === 'string' && /^(true|false)$/i.test(v.trim())) return v.trim().toLowerCase() === 'true';
+    return fail(field, `is ${JSON.stringify(v)}, not true or false`, `set ${label(field)} to true or false`);
+  };
+  const runAsNonRoot = bool('runAsNonRoot');
+  const readOnlyRootFilesystem = bool('readOnlyRootFilesystem');
+  const runAsUser = int('runAsUser', 0, 2147483647);
+  if (runAsNonRoot && runAsUser === 0) fail('runAsUser', `is 0 (root) while ${label('runAsNonRoot')} is true`, `give ${label('runAsUser')} a non-zero UID or leave it unset`);
+  return {
+    group, version, kind, plural, image, port: port!, appName, maxSize,
+    ...(allowedImages.length > 0 ? { allowedImages } : {}),
+    ...(runAsNonRoot !== undefined ? { runAsNonRoot } : {}),
+    ...(runAsUser !== undefined ? { runAsUser } : {}),
+    ...(readOnlyRootFilesystem !== undefined ? { readOnlyRootFilesystem } : {}),
+  };
 }
 
 /** Image patterns: a list (config file) or a comma-separated string (environment). */
@@ -113,12 +130,12 @@ export function kindFromEnv(env: NodeJS.ProcessEnv): AppKind | undefined {
   return validateAppKind(
     {
       group, version: env.VERSION, kind: env.CRKIND, image: env.IMAGENAME, port: env.CLUSTERPORT, appName: env.APPNAME, plural: env.PLURAL, maxSize: env.MAXSIZE,
-      allowedImages: env.ALLOWED_IMAGES,
+      allowedImages: env.ALLOWED_IMAGES, runAsNonRoot: env.RUN_AS_NON_ROOT, runAsUser: env.RUN_AS_USER, readOnlyRootFilesystem: env.READ_ONLY_ROOT_FILESYSTEM,
     },
     'environment',
     {
       group: 'GROUPNAME', version: 'VERSION', kind: 'CRKIND', image: 'IMAGENAME', port: 'CLUSTERPORT', appName: 'APPNAME', plural: 'PLURAL', maxSize: 'MAXSIZE',
-      allowedImages: 'ALLOWED_IMAGES',
+      allowedImages: 'ALLOWED_IMAGES', runAsNonRoot: 'RUN_AS_NON_ROOT', runAsUser: 'RUN_AS_USER', readOnlyRootFilesystem: 'READ_ONLY_ROOT_FILESYSTEM',
     },
   );
 }

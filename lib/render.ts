@@ -21,6 +21,10 @@ export function appPropsFor(appKind: AppKind, cr: AppResource): ContainerAppProp
     port: spec.port ?? appKind.port,
     replicas: spec.size ?? 1,
     nodePort: spec.nodePort,
+    // The kind's, never the CR's: the CRD has no such fields, so the API server prunes them from CRs.
+    runAsNonRoot: appKind.runAsNonRoot,
+    runAsUser: appKind.runAsUser,
+    readOnlyRootFilesystem: appKind.readOnlyRootFilesystem,
   };
 }
 

@@ -43,6 +43,17 @@ describe('kind configuration', () => {
     expect(() => kindsFromFile(file)).toThrow(/kinds\[0\]: allowedImages must be a list of image patterns/);
   });
 
+  test('pod security settings come from RUN_AS_NON_ROOT, RUN_AS_USER, READ_ONLY_ROOT_FILESYSTEM or the file', () => {
+    expect(kindFromEnv({ ...WALKTHROUGH, RUN_AS_NON_ROOT: 'true', RUN_AS_USER: '1000', READ_ONLY_ROOT_FILESYSTEM: 'false' })).toMatchObject({
+      runAsNonRoot: true, runAsUser: 1000, readOnlyRootFilesystem: false,
+    });
+    const file = writeTemp('kinds.yaml', 'kinds:\n  - {group: a.example.com, version: v1, kind: A, image: "a:1", port: 80, runAsNonRoot: true, runAsUser: 65532, readOnlyRootFilesystem: true}\n');
+    expect(kindsFromFile(file)[0]).toMatchObject({ runAsNonRoot: true, runAsUser: 65532, readOnlyRootFilesystem: true });
+    expect(() => kindFromEnv({ ...WALKTHROUGH, RUN_AS_NON_ROOT: 'yes please' })).toThrow(/environment: RUN_AS_NON_ROOT is "yes please", not true or false/);
+    expect(() => kindFromEnv({ ...WALKTHROUGH, RUN_AS_NON_ROOT: 'true', RUN_AS_USER: '0' })).toThrow(/RUN_AS_USER is 0 \(root\) while RUN_AS_NON_ROOT is true/);
+    expect(() => kindFromEnv({ ...WALKTHROUGH, RUN_AS_USER: '-1' })).toThrow(/RUN_AS_USER is "-1", not an integer from 0 to 2147483647/);
+  });
+
   test('nothing configured means the sample kind', () => {
     expect(loadAppKinds({})).toEqual([SAMPLE_KIND]);
   });
