@@ -27,7 +27,7 @@ describe('render', () => {
   test('pod security comes from the kind; fields a CR adds for it are ignored (the API server prunes them anyway)', () => {
     const kind = { ...SAMPLE_KIND, runAsNonRoot: true, runAsUser: 1000, readOnlyRootFilesystem: true };
     const sneaky = { size: 1, securityContext: { runAsUser: 0, privileged: true }, runAsNonRoot: false } as AppResource['spec'];
-    const [deployment] = render(kind, cr(sneaky)) as { spec: { template: { spec: { securityContext: unknown; containers: { securityContext: unknown }[] } } } }[];
+    const [deployment] = render(kind, cr(sneaky)) as unknown as { spec: { template: { spec: { securityContext: unknown; containers: { securityContext: unknown }[] } } } }[];
     expect(deployment!.spec.template.spec.containers[0]!.securityContext).toEqual({
       runAsNonRoot: true, runAsUser: 1000, readOnlyRootFilesystem: true, privileged: false, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] },
     });
