@@ -1,5 +1,5 @@
-import { AppKind, AppResource } from '../lib/appkind.js';
-import { ImagePolicy } from '../lib/imagepolicy.js';
+import { AppKind, ImagePolicy } from 'cdk8s-appkind';
+import { AppResource } from './render.js';
 import { ReconcileFailure } from './status.js';
 
 /**

@@ -2,8 +2,8 @@
 // admission; with a CRD that lacks the rule (installed by hand), the operator refuses to apply it.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
-import { AppKind } from '../../lib/appkind.js';
-import { crdObjects } from '../../lib/crd-yaml.js';
+import { AppKind } from 'cdk8s-appkind';
+import { crdObjects } from '../../operator/crd-yaml.js';
 import { ApiError, RestClient } from '../../operator/rest.js';
 import { applyManifests } from '../../tools/controlplane/apply.js';
 import { createTestNamespace, eventually, sharedCluster } from './cluster.js';

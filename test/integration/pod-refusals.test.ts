@@ -3,7 +3,7 @@
 // condition and a Warning Event carry the API server's reason and message.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
-import { SAMPLE_KIND } from '../../lib/index.js';
+import { SAMPLE_KIND } from '../../operator/config.js';
 import { RestClient } from '../../operator/rest.js';
 import { createTestNamespace, eventually, sharedCluster } from './cluster.js';
 import { installCrds, installOperatorIdentity, OperatorProcess } from './operator-process.js';

@@ -3,7 +3,7 @@
 // there, and the CR's Ready condition and a Warning Event carry the API server's reason.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { KubeConfig, KubernetesObject, V1Pod } from '@kubernetes/client-node';
-import { AppKind } from '../../lib/appkind.js';
+import { AppKind } from 'cdk8s-appkind';
 import { RestClient } from '../../operator/rest.js';
 import { createTestNamespace, eventually, sharedCluster } from './cluster.js';
 import { installCrds, installOperatorIdentity, OperatorProcess } from './operator-process.js';

@@ -1,5 +1,5 @@
 import { describe, expect, test } from '@jest/globals';
-import { ImagePolicy } from '../../lib/index.js';
+import { ImagePolicy } from 'cdk8s-appkind';
 
 describe('ImagePolicy', () => {
   test('with no patterns, only the kind image is allowed', () => {

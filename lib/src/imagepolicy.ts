@@ -33,12 +33,12 @@ export class ImagePolicy {
    * @param image the kind's image, always allowed
    * @param allowedImages extra image patterns; see the class documentation for the syntax
    */
-  constructor(image: string, allowedImages: string[] = []) {
-    for (const p of allowedImages) {
+  constructor(image: string, allowedImages?: string[]) {
+    for (const p of allowedImages ?? []) {
       const problem = ImagePolicy.problemOf(p);
       if (problem) throw new Error(`ImagePolicy: allowed image pattern ${problem}`);
     }
-    this.patterns = [...new Set([image, ...allowedImages])];
+    this.patterns = [...new Set([image, ...(allowedImages ?? [])])];
   }
 
   /** Whether every image is allowed (a `*` pattern). */

@@ -1,18 +1,17 @@
 import { k8s } from 'cdk8s-plus-27';
 import { Construct } from 'constructs';
-import { AppKind, DEFAULT_MAX_SIZE } from './appkind.js';
-import { ImagePolicy } from './imagepolicy.js';
+import { AppKind } from './appkind';
+import { ImagePolicy } from './imagepolicy';
 
+/** Props of an {@link AppKindCrd}. */
 export interface AppKindCrdProps {
   /** The kind to define. */
   readonly appKind: AppKind;
-  /** Categories for `kubectl get <category>`. @default ["appkind"] */
+  /**
+   * Categories for `kubectl get <category>`.
+   * @default ["appkind"]
+   */
   readonly categories?: string[];
-}
-
-/** Name of an app kind's CRD, `<plural>.<group>`. */
-export function crdName(appKind: Pick<AppKind, 'plural' | 'group'>): string {
-  return `${appKind.plural}.${appKind.group}`;
 }
 
 /**
@@ -20,6 +19,21 @@ export function crdName(appKind: Pick<AppKind, 'plural' | 'group'>): string {
  * and scale subresources (so `kubectl scale` and a HorizontalPodAutoscaler work), and printer columns.
  */
 export class AppKindCrd extends Construct {
+  /** Default largest `spec.size` (`AppKind.maxSize`). */
+  public static readonly DEFAULT_MAX_SIZE = 100;
+  /** Longest `spec.image`: far above real references, and it bounds the cost of the image policy's CEL rule. */
+  public static readonly MAX_IMAGE_LENGTH = 512;
+
+  /** Name of an app kind's CRD, `<plural>.<group>`. */
+  public static nameOf(appKind: AppKind): string {
+    return `${appKind.plural}.${appKind.group}`;
+  }
+
+  /** The API version of an app kind's resources, `<group>/<version>`. */
+  public static apiVersionOf(appKind: AppKind): string {
+    return `${appKind.group}/${appKind.version}`;
+  }
+
   /** The CRD object. */
   public readonly crd: k8s.KubeCustomResourceDefinition;
 
@@ -27,7 +41,7 @@ export class AppKindCrd extends Construct {
     super(scope, id);
     const kind = props.appKind;
     this.crd = new k8s.KubeCustomResourceDefinition(this, 'Resource', {
-      metadata: { name: crdName(kind) },
+      metadata: { name: AppKindCrd.nameOf(kind) },
       spec: {
         group: kind.group,
         scope: 'Namespaced',
@@ -59,9 +73,6 @@ export class AppKindCrd extends Construct {
   }
 }
 
-/** Longest `spec.image`: far above real references, and it bounds the CEL rule's cost. */
-export const MAX_IMAGE_LENGTH = 512;
-
 /** `spec.image`, with the kind's image policy as a CEL rule the API server checks at admission. */
 function imageSchema(kind: AppKind): k8s.JsonSchemaProps {
   const policy = new ImagePolicy(kind.image, kind.allowedImages);
@@ -69,7 +80,7 @@ function imageSchema(kind: AppKind): k8s.JsonSchemaProps {
   return {
     type: 'string',
     minLength: 1,
-    maxLength: MAX_IMAGE_LENGTH,
+    maxLength: AppKindCrd.MAX_IMAGE_LENGTH,
     description: `Container image. ${allowed} Defaults to ${kind.image}.`,
     xKubernetesValidations: policy.allowsAny ? undefined : [{ rule: policy.celRule(), message: policy.message() }],
   };
@@ -89,7 +100,7 @@ function schema(kind: AppKind): k8s.JsonSchemaProps {
         type: 'object',
         default: {},
         properties: {
-          size: { ...int('Number of pods (Deployment replicas).', 0, kind.maxSize ?? DEFAULT_MAX_SIZE), default: 1 },
+          size: { ...int('Number of pods (Deployment replicas).', 0, kind.maxSize ?? AppKindCrd.DEFAULT_MAX_SIZE), default: 1 },
           image: imageSchema(kind),
           port: int(`Container and Service port. Defaults to ${kind.port}.`, 1, 65535),
           nodePort: int('Fixed NodePort. Allocated by the API server when unset.', 30000, 32767),

@@ -1,0 +1,50 @@
+/**
+ * An app kind: a custom resource kind whose every object runs one container image behind a NodePort
+ * Service. This is the whole of what a user declares; everything else is derived.
+ */
+export interface AppKind {
+  /** API group, a DNS subdomain, e.g. `swallowlab.com`. */
+  readonly group: string;
+  /** API version, e.g. `v1alpha1`. */
+  readonly version: string;
+  /** Kind, UpperCamelCase, e.g. `EchoFlask`. */
+  readonly kind: string;
+  /** Plural resource name, lower case, e.g. `echoflasks`. */
+  readonly plural: string;
+  /** Container image run by every CR of this kind unless the CR sets `spec.image`. */
+  readonly image: string;
+  /** Container port, also the Service port, unless the CR sets `spec.port`. */
+  readonly port: number;
+  /** Short app name, used in labels and the container name, e.g. `echoflask`. */
+  readonly appName: string;
+  /**
+   * Largest `spec.size` the API server accepts.
+   * @default 100
+   */
+  readonly maxSize?: number;
+  /**
+   * Images a CR may ask for in `spec.image`, besides the kind's own image: exact references, or
+   * prefixes ending in `*` such as `registry.example.com/*` or `takeyan/flask:*` (see ImagePolicy).
+   * The CRD refuses other images at admission and the operator refuses to apply them.
+   * @default none: CRs run the kind's image only
+   */
+  readonly allowedImages?: string[];
+  /**
+   * Run the pods as non-root with every capability dropped and seccomp `RuntimeDefault`, so they meet
+   * the "restricted" Pod Security Standard (the image must run as a non-root UID, or set `runAsUser`).
+   * CRs cannot change it.
+   * @default false: the pods meet "baseline" (root allowed, the runtime's capabilities and seccomp)
+   */
+  readonly runAsNonRoot?: boolean;
+  /**
+   * UID the container runs as. CRs cannot change it.
+   * @default the image's user
+   */
+  readonly runAsUser?: number;
+  /**
+   * Mount the container's root filesystem read-only (hardening; no Pod Security level depends on it).
+   * CRs cannot change it.
+   * @default false
+   */
+  readonly readOnlyRootFilesystem?: boolean;
+}
