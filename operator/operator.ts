@@ -1,6 +1,5 @@
 import { KubeConfig, KubernetesObject, V1Deployment, V1Pod, V1Service } from '@kubernetes/client-node';
-import { INSTANCE_LABEL, NAME_LABEL } from '../lib/app.js';
-import { AppKind, apiVersionOf } from '../lib/appkind.js';
+import { AppKind, AppKindCrd, ContainerApp } from 'cdk8s-appkind';
 import { ResourceCache } from './cache.js';
 import { EventRecorder } from './events.js';
 import { Informer, InformerSource } from './informer.js';
@@ -37,7 +36,7 @@ export class Operator {
 
     const resources = new Map<string, ResourceCache<CachedResource>>();
     for (const kind of settings.kinds) {
-      resources.set(kind.kind, watch<CachedResource>({ apiVersion: apiVersionOf(kind), kind: kind.kind, plural: kind.plural }, (cr) => this.enqueue(kind.kind, cr)));
+      resources.set(kind.kind, watch<CachedResource>({ apiVersion: AppKindCrd.apiVersionOf(kind), kind: kind.kind, plural: kind.plural }, (cr) => this.enqueue(kind.kind, cr)));
     }
     const child = { labelSelector: CHILD_SELECTOR };
     const deployments = watch<V1Deployment>({ apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments', ...child }, (o) => this.enqueueOwner(o));
@@ -102,16 +101,16 @@ export class Operator {
   private enqueueOwner(obj: KubernetesObject): void {
     const owner = controllerOf(obj);
     const kind = owner && this.kinds.get(owner.kind);
-    if (kind && owner.apiVersion === apiVersionOf(kind)) this.queue.add(resourceKey(kind.kind, obj.metadata!.namespace!, owner.name));
+    if (kind && owner.apiVersion === AppKindCrd.apiVersionOf(kind)) this.queue.add(resourceKey(kind.kind, obj.metadata!.namespace!, owner.name));
   }
 
   /** A pod belongs to the CR named by its instance label, of every kind whose app name it carries. */
   private enqueueByLabels(pod: KubernetesObject): void {
     const labels = pod.metadata?.labels ?? {};
-    const instance = labels[INSTANCE_LABEL];
+    const instance = labels[ContainerApp.INSTANCE_LABEL];
     if (!instance) return;
     for (const kind of this.kinds.values()) {
-      if (labels[NAME_LABEL] === kind.appName) this.queue.add(resourceKey(kind.kind, pod.metadata!.namespace!, instance));
+      if (labels[ContainerApp.NAME_LABEL] === kind.appName) this.queue.add(resourceKey(kind.kind, pod.metadata!.namespace!, instance));
     }
   }
 }
