@@ -19,7 +19,7 @@ COPY tsconfig.json tsconfig.build.json main.ts sample.ts ./
 COPY imports ./imports
 COPY lib ./lib
 COPY operator ./operator
-RUN npm run build && find build lib/build \( -name '*.d.ts' -o -name '*.map' \) -delete
+RUN npm run build && find build lib/build \( -name '*.d.ts' -o -name '*.map' -o -name '*.tsbuildinfo' \) -delete
 
 # Dependencies stage: production packages only (no dev tools, no optional Node binary, no install
 # scripts: none is needed at run time), and no npm cache. The workspace packages are symlinks
@@ -32,7 +32,7 @@ COPY operator/package.json ./operator/
 RUN npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund && npm cache clean --force
 
 # Runtime stage: the compiled operator and the library it renders with (no sources, tests, type
-# declarations or source maps), production node_modules, the root package.json ("type": "module")
+# declarations, source maps or build info), production node_modules, the root package.json ("type": "module")
 # and the workspace packages' package.json files the node_modules symlinks resolve to.
 FROM ${NODE_IMAGE}
 ENV NODE_ENV=production
