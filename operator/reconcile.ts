@@ -6,8 +6,9 @@ import { ResourceCache } from './cache.js';
 import { EventRecorder } from './events.js';
 import { apiFailure, describeObject } from './kube.js';
 import { Logger } from './log.js';
+import { imagePolicyFailure } from './policy.js';
 import { RestClient } from './rest.js';
-import { AppStatus, computeStatus, ReconcileFailure, statusEqual } from './status.js';
+import { AppStatus, computeStatus, podsRefusedEvent, ReconcileFailure, replicaFailureOf, statusEqual } from './status.js';
 
 /** A CR as cached: an app resource with the status we wrote. */
 export type CachedResource = AppResource & KubernetesObject & { status?: Partial<AppStatus> };
@@ -60,12 +61,15 @@ export class Reconciler {
     if (!kind || !cr || cr.metadata.deletionTimestamp) return; // gone: the garbage collector removes the children
     const log = this.deps.log.child({ key });
 
-    let failure: ReconcileFailure | undefined;
+    // A refused image is never rendered, so nothing is applied or pruned: existing children stay as they were.
+    let failure: ReconcileFailure | undefined = imagePolicyFailure(kind, cr);
     let desired: KubeObject[] = [];
-    try {
-      desired = render(kind, cr).map((obj) => this.owned(obj, cr));
-    } catch (e) {
-      failure = { reason: 'InvalidSpec', message: (e as Error).message };
+    if (!failure) {
+      try {
+        desired = render(kind, cr).map((obj) => this.owned(obj, cr));
+      } catch (e) {
+        failure = { reason: 'InvalidSpec', message: (e as Error).message };
+      }
     }
     for (const obj of desired) {
       failure ??= await this.applyOne(obj, cr, log);
@@ -144,11 +148,12 @@ export class Reconciler {
     // The same names and labels the construct gives the children.
     const selectorLabels = ContainerApp.selectorLabelsOf(props.name!, props.appName!);
     const names = ContainerApp.objectNames(props.name!);
+    const deployment = this.deps.deployments.get(ns, names.deployment);
     const status = computeStatus({
       size: props.replicas ?? 1,
       generation: cr.metadata.generation,
       selectorLabels,
-      deployment: this.deps.deployments.get(ns, names.deployment),
+      deployment,
       service: this.deps.services.get(ns, names.service),
       pods: this.deps.pods.list(ns).filter((p) => Object.entries(selectorLabels).every(([k, v]) => p.metadata?.labels?.[k] === v)),
       failure,
@@ -160,6 +165,9 @@ export class Reconciler {
       // A merge patch keeps fields it does not mention: null removes a NodePort that is gone.
       await this.deps.rest.patchStatus(cr, { ...status, nodePort: status.nodePort ?? null });
       log.info('status updated', { replicas: status.replicas, readyReplicas: status.readyReplicas, nodes: status.nodes.length, nodePort: status.nodePort });
+      // Pods refused by admission (quota, Pod Security, LimitRange): say so where the CR's author looks.
+      const refused = podsRefusedEvent(cr.status, status, replicaFailureOf(deployment));
+      if (refused) await this.deps.events.record(cr, 'Warning', refused.reason, refused.message, log);
     } catch (e) {
       const f = apiFailure(e);
       if (f.code === 404) return; // deleted meanwhile
