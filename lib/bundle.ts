@@ -49,7 +49,7 @@ export interface OperatorBundleProps {
   readonly replicas?: number;
   /** CPU and memory requests and limits. @default requests 50m/128Mi, limits 500m/256Mi */
   readonly resources?: OperatorResources;
-  /** Parallel reconciles (WORKERS). @default 2 */
+  /** Parallel reconciles (WORKERS). @default 8, the operator's own default (operator/settings.ts) */
   readonly workers?: number;
   /** LOG_LEVEL of the operator. @default "info" */
   readonly logLevel?: 'debug' | 'info' | 'warn' | 'error';
@@ -195,7 +195,7 @@ export class OperatorBundle extends Construct {
     return [
       value('APPKIND_KINDS', JSON.stringify(props.kinds)),
       value('WATCH_NAMESPACE', (props.watchNamespaces ?? []).join(',')),
-      value('WORKERS', props.workers ?? 2),
+      value('WORKERS', props.workers ?? 8),
       value('LOG_LEVEL', props.logLevel ?? 'info'),
       value('METRICS_PORT', METRICS_PORT),
       value('HEALTH_PORT', HEALTH_PORT),

@@ -3,6 +3,7 @@ import { Chart, Testing } from 'cdk8s';
 import { AppKind } from '../../lib/appkind.js';
 import { OperatorBundle, OperatorBundleProps } from '../../lib/bundle.js';
 import { kindsFromDocument, SAMPLE_KIND } from '../../lib/config.js';
+import { DEFAULT_WORKERS } from '../../operator/settings.js';
 
 const TAKARA: AppKind = {
   group: 'maho.takara.org',
@@ -199,6 +200,10 @@ describe('OperatorBundle', () => {
       POD_NAMESPACE: { fieldRef: { fieldPath: 'metadata.namespace' } },
     });
     expect(one(objs, 'Deployment').spec!.replicas).toBe(2);
+  });
+
+  it('runs as many workers as the operator does by default', () => {
+    expect(envOf(synth()).WORKERS).toBe(String(DEFAULT_WORKERS));
   });
 
   it('selects its pods by fixed labels, independent of the construct path', () => {
