@@ -65,6 +65,7 @@ export class RestClient {
   private readonly discovery = new Map<string, Promise<Resource[]>>();
   private credentials?: Promise<Credentials>;
   private pool?: { fingerprint: string; agent: HttpsAgent | HttpAgent };
+  private opened = 0;
 
   constructor(private readonly kc: KubeConfig, private readonly onRequest: (verb: string, code: number) => void = () => undefined) {
     const cluster = kc.getCurrentCluster();
@@ -104,6 +105,11 @@ export class RestClient {
     })();
     this.credentials = load;
     return load;
+  }
+
+  /** Connections opened so far (requests on a kept-alive connection do not count). */
+  get connectionsOpened(): number {
+    return this.opened;
   }
 
   /** Closes the pooled connections (the process keeps running otherwise until they time out). */
@@ -167,6 +173,9 @@ export class RestClient {
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => resolve({ code: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), headers: res.headers }));
         res.on('error', reject);
+      });
+      req.on('socket', () => {
+        if (!req.reusedSocket) this.opened++;
       });
       req.on('error', (e: NodeJS.ErrnoException) => {
         const reused = req.reusedSocket && (e.code === 'ECONNRESET' || e.code === 'EPIPE');
