@@ -6,7 +6,7 @@
 // steady state. Ratios divide by the floor of the same run. Writes bench/results.json and the
 // README table. Usage: npm run bench [-- --n 1000] [--growth] [--2500] [--edits 200] [--steady 60]
 // The operator's own settings (WORKERS, STATUS_INTERVAL_MS) pass through from the environment.
-import type { KubernetesObject, V1Deployment } from '@kubernetes/client-node';
+import { KubeConfig, type KubernetesObject, type V1Deployment } from '@kubernetes/client-node';
 import { App, Chart } from 'cdk8s';
 import { execFileSync, spawn } from 'node:child_process';
 import { cpus, loadavg, totalmem } from 'node:os';
@@ -20,7 +20,6 @@ import { DEFAULT_STATUS_INTERVAL_MS, DEFAULT_WORKERS } from '../operator/setting
 import { applyManifests } from '../tools/controlplane/apply.js';
 import type { AuditEvent } from '../tools/controlplane/audit.js';
 import { ControlPlane } from '../tools/controlplane/controlplane.js';
-import { ADMIN_USER } from '../tools/controlplane/files.js';
 import { freePort } from '../tools/controlplane/ports.js';
 import { httpGet, waitFor } from '../tools/controlplane/readiness.js';
 import { cpuMeter, memoryMiB } from './proc.js';
@@ -31,6 +30,8 @@ const root = join(import.meta.dirname, '..');
 const NS = 'bench';
 const OPERATOR_NS = 'appkind-system';
 const OPERATOR_USER = `system:serviceaccount:${OPERATOR_NS}:appkind-operator`;
+const FLOOR_SA = 'bench-floor';
+const FLOOR_USER = `system:serviceaccount:${NS}:${FLOOR_SA}`;
 const kind = SAMPLE_KIND;
 const CR_API = `${kind.group}/${kind.version}`;
 /** The default NodePort range holds 2768 Services; wider runs need a wider range (a real cluster too). */
@@ -109,10 +110,23 @@ async function startControlPlane(n: number, s: Settings): Promise<ControlPlane> 
 async function floor(n: number, s: Settings): Promise<FloorRun> {
   const cp = await startControlPlane(n, s);
   try {
-    const kc = cp.kubeConfig();
+    const admin = new RestClient(cp.kubeConfig());
+    kubernetes = (await admin.request<{ gitVersion: string }>('GET', '/version')).gitVersion;
+    await admin.apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } }, 'bench');
+    // The floor's client has its own ServiceAccount, like the operator: its requests are told apart
+    // from the controllers' (which use the admin identity) in the audit log, and both pay the same
+    // token authentication. RBAC: edit in the bench namespace.
+    await admin.apply({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: FLOOR_SA, namespace: NS } }, 'bench');
+    await admin.apply({
+      apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: FLOOR_SA, namespace: NS },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'edit' },
+      subjects: [{ kind: 'ServiceAccount', name: FLOOR_SA, namespace: NS }],
+    }, 'bench');
+    admin.close();
+    const kc = new KubeConfig();
+    kc.loadFromFile(await cp.serviceAccountKubeconfig(NS, FLOOR_SA));
     const rest = new RestClient(kc);
-    kubernetes = (await rest.request<{ gitVersion: string }>('GET', '/version')).gitVersion;
-    await rest.apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } }, 'bench');
+    await waitFor('floor RBAC', async () => !!(await rest.list('apps/v1', 'Deployment', NS).catch(() => undefined)), { timeoutMs: 60_000 });
     const deployments = new Tracker<V1Deployment>(kc, rest, { apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments', namespace: NS });
     await deployments.start();
     const apiserverCpu = cpuMeter(cp.pids()['kube-apiserver']!);
@@ -143,7 +157,7 @@ async function floor(n: number, s: Settings): Promise<FloorRun> {
       createSeconds,
       scaleSeconds,
       apiserverCpuSeconds,
-      requests: { create: requests(audit, ADMIN_USER, tCreateIso, tScaleIso), scale: requests(audit, ADMIN_USER, tScaleIso, tEndIso) },
+      requests: { create: requests(audit, FLOOR_USER, tCreateIso, tScaleIso), scale: requests(audit, FLOOR_USER, tScaleIso, tEndIso) },
     };
   } finally {
     await cp.stop();
