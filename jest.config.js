@@ -22,5 +22,8 @@ export default {
       globalTeardown: '<rootDir>/test/integration/global-teardown.ts',
       slowTestThreshold: 60,
     },
+    // The packed library in freshly made projects (cdk8s init, ESM, CommonJS, Go, Python); run after
+    // the others with --runInBand (npm test does), as each test installs and builds a whole project.
+    { ...esm, displayName: 'consumers', testMatch: ['<rootDir>/test/consumers/**/*.test.ts'], slowTestThreshold: 300 },
   ],
 };

@@ -1,9 +1,9 @@
 // The cdk8s app: `npx cdk8s synth` writes the static manifests of every configured kind to dist/,
 // and the operator's install bundle (dist/appkind-operator.k8s.yaml).
 import { App, Chart } from 'cdk8s';
-import { OperatorBundle } from './lib/bundle.js';
-import { ConfigError, loadAppKinds, watchNamespaces } from './lib/config.js';
-import { addKindCharts } from './lib/sample.js';
+import { OperatorBundle } from 'cdk8s-appkind';
+import { ConfigError, loadAppKinds, watchNamespaces } from './operator/config.js';
+import { addKindCharts } from './sample.js';
 
 try {
   const app = new App();

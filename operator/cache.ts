@@ -1,5 +1,5 @@
 import { KubernetesObject, V1Pod } from '@kubernetes/client-node';
-import { INSTANCE_LABEL } from '../lib/app.js';
+import { ContainerApp } from 'cdk8s-appkind';
 import { Informer } from './informer.js';
 
 /** One resource's cache across the watched namespaces (one informer each, or one for all). */
@@ -50,7 +50,7 @@ export function ownerIndex(obj: KubernetesObject): string[] {
 }
 
 export function instanceIndex(obj: KubernetesObject): string[] {
-  const instance = obj.metadata?.labels?.[INSTANCE_LABEL];
+  const instance = obj.metadata?.labels?.[ContainerApp.INSTANCE_LABEL];
   return instance ? [`${obj.metadata?.namespace}/${instance}`] : [];
 }
 

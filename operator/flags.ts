@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { ConfigError } from '../lib/config.js';
+import { ConfigError } from './config.js';
 
 /** Command-line flags and the environment variables they set (a flag wins over the variable). */
 const FLAGS = {

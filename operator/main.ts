@@ -4,7 +4,7 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { ConfigError } from '../lib/config.js';
+import { ConfigError } from './config.js';
 import { applyFlags, USAGE } from './flags.js';
 import { startProbeServers } from './health.js';
 import { LeaderElector } from './leader.js';

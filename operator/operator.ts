@@ -1,6 +1,5 @@
 import { KubeConfig, KubernetesObject, V1Deployment, V1Pod, V1Service } from '@kubernetes/client-node';
-import { INSTANCE_LABEL, NAME_LABEL } from '../lib/app.js';
-import { AppKind, apiVersionOf } from '../lib/appkind.js';
+import { AppKind, AppKindCrd, ContainerApp } from 'cdk8s-appkind';
 import { INSTANCE_INDEX, instanceIndex, OWNER_INDEX, ownerIndex, podChanged, podSummary, ResourceCache, withoutManagedFields } from './cache.js';
 import { EventRecorder } from './events.js';
 import { IndexFunc, Informer, InformerHandler, InformerSource } from './informer.js';
@@ -41,7 +40,7 @@ export class Operator {
 
     const resources = new Map<string, ResourceCache<CachedResource>>();
     for (const kind of settings.kinds) {
-      resources.set(kind.kind, watch<CachedResource>({ apiVersion: apiVersionOf(kind), kind: kind.kind, plural: kind.plural }, (_t, cr) => this.enqueue(kind.kind, cr), { transform: withoutManagedFields }));
+      resources.set(kind.kind, watch<CachedResource>({ apiVersion: AppKindCrd.apiVersionOf(kind), kind: kind.kind, plural: kind.plural }, (_t, cr) => this.enqueue(kind.kind, cr), { transform: withoutManagedFields }));
     }
     // Deployments and Services: every one in the watched namespaces (as controller-runtime's Owns()
     // does), so a name the cache lacks does not exist and the first apply needs no read; events of
@@ -115,16 +114,16 @@ export class Operator {
   private enqueueOwner(obj: KubernetesObject): void {
     const owner = controllerOf(obj);
     const kind = owner && this.kinds.get(owner.kind);
-    if (kind && owner.apiVersion === apiVersionOf(kind)) this.queue.add(resourceKey(kind.kind, obj.metadata!.namespace!, owner.name));
+    if (kind && owner.apiVersion === AppKindCrd.apiVersionOf(kind)) this.queue.add(resourceKey(kind.kind, obj.metadata!.namespace!, owner.name));
   }
 
   /** A pod belongs to the CR named by its instance label, of every kind whose app name it carries. */
   private enqueueByLabels(pod: KubernetesObject): void {
     const labels = pod.metadata?.labels ?? {};
-    const instance = labels[INSTANCE_LABEL];
+    const instance = labels[ContainerApp.INSTANCE_LABEL];
     if (!instance) return;
     for (const kind of this.kinds.values()) {
-      if (labels[NAME_LABEL] === kind.appName) this.queue.add(resourceKey(kind.kind, pod.metadata!.namespace!, instance));
+      if (labels[ContainerApp.NAME_LABEL] === kind.appName) this.queue.add(resourceKey(kind.kind, pod.metadata!.namespace!, instance));
     }
   }
 }

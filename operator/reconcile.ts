@@ -1,7 +1,6 @@
 import { KubernetesObject, V1Deployment, V1OwnerReference, V1Pod, V1Service } from '@kubernetes/client-node';
-import { AppKind, AppResource } from '../lib/appkind.js';
-import { appPropsFor, KubeObject } from '../lib/render.js';
-import { appObjectNames, appSelectorLabels, DEFAULT_MANAGED_BY, MANAGED_BY_LABEL } from '../lib/app.js';
+import { AppKind, ContainerApp } from 'cdk8s-appkind';
+import { AppResource, appPropsFor, KubeObject } from './render.js';
 import { drift as driftOf } from './apply.js';
 import { INSTANCE_INDEX, OWNER_INDEX, ResourceCache } from './cache.js';
 import { EventRecorder } from './events.js';
@@ -17,7 +16,7 @@ import { AppStatus, computeStatus, ReconcileFailure, statusEqual } from './statu
 export type CachedResource = AppResource & KubernetesObject & { status?: Partial<AppStatus> };
 
 /** The label every child carries; the operator's caches of Deployments, Services and pods select on it. */
-export const CHILD_SELECTOR = `${MANAGED_BY_LABEL}=${DEFAULT_MANAGED_BY}`;
+export const CHILD_SELECTOR = `${ContainerApp.MANAGED_BY_LABEL}=${ContainerApp.DEFAULT_MANAGED_BY}`;
 
 /** A reconcile that could not converge; the queue retries it with backoff. */
 export class ReconcileError extends Error {
@@ -170,8 +169,8 @@ export class Reconciler {
     const ns = cr.metadata.namespace!;
     const props = appPropsFor(kind, cr);
     // The same names and labels the construct gives the children.
-    const selectorLabels = appSelectorLabels(props.name!, props.appName!);
-    const names = appObjectNames(props.name!);
+    const selectorLabels = ContainerApp.selectorLabelsOf(props.name!, props.appName!);
+    const names = ContainerApp.objectNames(props.name!);
     const status = computeStatus({
       size: props.replicas ?? 1,
       generation: cr.metadata.generation,

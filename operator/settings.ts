@@ -1,5 +1,5 @@
-import { AppKind } from '../lib/appkind.js';
-import { ConfigError, loadAppKinds, watchNamespaces } from '../lib/config.js';
+import { AppKind } from 'cdk8s-appkind';
+import { ConfigError, loadAppKinds, watchNamespaces } from './config.js';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 

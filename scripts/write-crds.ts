@@ -1,11 +1,11 @@
-// Regenerates the checked-in CRD YAML under crd/ (and the typed CR classes under lib/imports/)
-// from the kinds in examples/appkinds.yaml. Run with `npm run crd` after changing lib/crd.ts.
+// Regenerates the checked-in CRD YAML under crd/ (and the typed CR classes under imports/)
+// from the kinds in examples/appkinds.yaml. Run with `npm run crd` after changing lib/src/crd.ts.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { kindsFromFile } from '../lib/config.js';
-import { crdFileName, crdYaml } from '../lib/crd-yaml.js';
+import { kindsFromFile } from '../operator/config.js';
+import { crdFileName, crdYaml } from '../operator/crd-yaml.js';
 
 const root = join(import.meta.dirname, '..');
 mkdirSync(join(root, 'crd'), { recursive: true });
@@ -14,7 +14,7 @@ for (const kind of kindsFromFile(join(root, 'examples', 'appkinds.yaml'))) {
   writeFileSync(file, crdYaml(kind));
   console.log(`wrote ${file}`);
   // Outside the repo: `cdk8s import` would otherwise record the file in cdk8s.yaml.
-  execFileSync(join(root, 'node_modules', '.bin', 'cdk8s'), ['import', file, '--check-upgrade=false', '--output', join(root, 'lib', 'imports'), '--language', 'typescript'], {
+  execFileSync(join(root, 'node_modules', '.bin', 'cdk8s'), ['import', file, '--check-upgrade=false', '--output', join(root, 'imports'), '--language', 'typescript'], {
     stdio: 'inherit', cwd: mkdtempSync(join(tmpdir(), 'appkind-import-')),
   });
 }

@@ -6,9 +6,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { crdObjects } from '../lib/crd-yaml.js';
-import { ConfigError, loadAppKinds } from '../lib/config.js';
-import type { AppKind } from '../lib/appkind.js';
+import { crdObjects } from '../operator/crd-yaml.js';
+import { ConfigError, loadAppKinds } from '../operator/config.js';
+import type { AppKind } from 'cdk8s-appkind';
 import { applyManifests } from './controlplane/apply.js';
 import { ControlPlane, killWithThisProcess } from './controlplane/controlplane.js';
 

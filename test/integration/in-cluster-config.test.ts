@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SAMPLE_KIND } from '../../lib/index.js';
+import { SAMPLE_KIND } from '../../operator/config.js';
 import { RestClient } from '../../operator/rest.js';
 import { requestServiceAccountToken } from '../../tools/controlplane/serviceaccount.js';
 import { createTestNamespace, eventually, sharedCluster } from './cluster.js';

@@ -4,9 +4,8 @@ import { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { App, Chart } from 'cdk8s';
 import { ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { AppKind } from '../../lib/appkind.js';
-import { crdObjects } from '../../lib/crd-yaml.js';
-import { OperatorBundle } from '../../lib/bundle.js';
+import { AppKind, OperatorBundle } from 'cdk8s-appkind';
+import { crdObjects } from '../../operator/crd-yaml.js';
 import { applyManifests } from '../../tools/controlplane/apply.js';
 import { sharedServiceAccountKubeconfig } from './cluster.js';
 

@@ -3,7 +3,9 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { join } from 'node:path';
-import { AppKind, kindsFromFile, render } from '../../lib/index.js';
+import { AppKind } from 'cdk8s-appkind';
+import { kindsFromFile } from '../../operator/config.js';
+import { render } from '../../operator/render.js';
 import { firstDifference } from '../../operator/apply.js';
 import { RestClient } from '../../operator/rest.js';
 import { createTestNamespace, eventually, sharedCluster } from './cluster.js';

@@ -1,8 +1,9 @@
 import { describe, expect, test } from '@jest/globals';
-import { ApiObject, Chart, Size, Testing } from 'cdk8s';
+import { ApiObject, App, Chart, Size, Testing } from 'cdk8s';
 import * as kplus from 'cdk8s-plus-27';
+import * as kplus33 from 'cdk8s-plus-33';
 import { Construct } from 'constructs';
-import { ContainerApp, ContainerAppProps } from '../../lib/index.js';
+import { ContainerApp, ContainerAppProps, ImagePullPolicy } from 'cdk8s-appkind';
 
 type Obj = { kind: string; metadata: { name: string; labels?: Record<string, string>; annotations?: Record<string, string> }; spec: Record<string, unknown> };
 type Container = {
@@ -56,7 +57,7 @@ describe('ContainerApp', () => {
     expect(c.securityContext).toEqual({ runAsNonRoot: false, readOnlyRootFilesystem: false, privileged: false, allowPrivilegeEscalation: false });
     expect(templateOf(d).spec.securityContext?.runAsNonRoot).toBe(false);
     expect(d.spec.replicas).toBe(1);
-    expect(d.metadata.name).toBe('app-deployment');
+    expect(d.metadata.name).toMatch(/^test-app-[0-9a-f]{8}-deployment$/);
   });
 
   test('no label depends on the construct path, so a renamed or moved construct keeps its selector', () => {
@@ -70,12 +71,12 @@ describe('ContainerApp', () => {
     const objs = synth((c) => new ContainerApp(c, 'x', {
       ...BASE,
       env: { GREETING: 'hello' },
-      resources: { cpu: { request: kplus.Cpu.millis(100) }, memory: { limit: Size.mebibytes(256) } },
+      resources: { requests: { cpu: '100m' }, limits: { memory: '256Mi' } },
       labels: { team: 'blue' },
       annotations: { 'example.com/note': 'n' },
       nodePort: 30080,
-      imagePullPolicy: kplus.ImagePullPolicy.ALWAYS,
-      securityContext: { ensureNonRoot: true, user: 1000 },
+      imagePullPolicy: ImagePullPolicy.ALWAYS,
+      securityContext: { runAsNonRoot: true, runAsUser: 1000, runAsGroup: 2000, readOnlyRootFilesystem: true },
       managedBy: 'gitops',
       namespace: 'apps',
     }));
@@ -85,7 +86,7 @@ describe('ContainerApp', () => {
     expect(c.env).toEqual([{ name: 'GREETING', value: 'hello' }]);
     expect(c.resources).toEqual({ requests: { cpu: '100m' }, limits: { memory: '256Mi' } });
     expect(c.imagePullPolicy).toBe('Always');
-    expect(c.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 1000 });
+    expect(c.securityContext).toEqual({ runAsNonRoot: true, runAsUser: 1000, runAsGroup: 2000, readOnlyRootFilesystem: true, privileged: false, allowPrivilegeEscalation: false });
     for (const o of [d, s]) {
       expect(o.metadata).toMatchObject({ namespace: 'apps', labels: { team: 'blue' }, annotations: { 'example.com/note': 'n' } });
     }
@@ -96,15 +97,18 @@ describe('ContainerApp', () => {
   });
 
   test('two instances in one chart get distinct names and selectors', () => {
+    const apps: ContainerApp[] = [];
     const objs = synth((c) => {
-      new ContainerApp(c, 'blue', { appName: 'web', image: 'nginx', port: 80 });
-      new ContainerApp(c, 'green', { appName: 'web', image: 'nginx', port: 80 });
+      apps.push(new ContainerApp(c, 'blue', { appName: 'web', image: 'nginx', port: 80 }));
+      apps.push(new ContainerApp(c, 'green', { appName: 'web', image: 'nginx', port: 80 }));
     });
     const names = objs.map((o) => `${o.kind}/${o.metadata.name}`);
     expect(new Set(names).size).toBe(4);
     const [blue, green] = byKind(objs, 'Service').map((s) => s.spec.selector as Record<string, string>);
-    expect(blue!['app.kubernetes.io/instance']).toBe('blue');
-    expect(green!['app.kubernetes.io/instance']).toBe('green');
+    expect(apps[0]!.name).toMatch(/^test-blue-[0-9a-f]{8}$/);
+    expect(blue!['app.kubernetes.io/instance']).toBe(apps[0]!.name);
+    expect(green!['app.kubernetes.io/instance']).toBe(apps[1]!.name);
+    expect(names).toContain(`Service/${apps[1]!.serviceName}`);
     for (const d of byKind(objs, 'Deployment')) {
       const other = byKind(objs, 'Deployment').find((x) => x !== d)!;
       const selector = (d.spec.selector as { matchLabels: Record<string, string> }).matchLabels;
@@ -126,10 +130,10 @@ describe('ContainerApp', () => {
     const objs = Testing.synth(new ShopChart()) as Obj[];
     const names = objs.map((o) => `${o.kind}/${o.metadata.name}`);
     expect(new Set(names).size).toBe(names.length);
-    expect(names).toEqual(expect.arrayContaining(['Deployment/backend-deployment', 'Service/backend-svc', 'ConfigMap/shop-settings']));
-    const backend = objs.find((o) => o.metadata.name === 'backend-svc')!;
+    expect(names).toEqual(expect.arrayContaining(['Deployment/shop-backend-c8459dcf-deployment', 'Service/shop-backend-c8459dcf-svc', 'ConfigMap/shop-settings']));
+    const backend = objs.find((o) => o.metadata.name === 'shop-backend-c8459dcf-svc')!;
     const selector = backend.spec.selector as Record<string, string>;
-    const frontend = objs.find((o) => o.kind === 'Deployment' && o.metadata.name !== 'backend-deployment')!;
+    const frontend = objs.find((o) => o.kind === 'Deployment' && o.metadata.name !== 'shop-backend-c8459dcf-deployment')!;
     const frontendPods = templateOf(frontend).metadata.labels;
     expect(Object.entries(selector).every(([k, v]) => frontendPods[k] === v)).toBe(false);
   });
@@ -143,5 +147,48 @@ describe('ContainerApp', () => {
   ])('rejects %j with a message naming the construct', (bad, message) => {
     expect(() => synth((c) => new ContainerApp(c, 'broken', { ...BASE, ...bad }))).toThrow(message);
     expect(() => synth((c) => new ContainerApp(c, 'broken', { ...BASE, ...bad }))).toThrow(/ContainerApp .*broken/);
+  });
+
+  test('the same id in two charts of one app gives distinct object names (derived from the construct path)', () => {
+    const app = Testing.app();
+    const first = new ContainerApp(new Chart(app, 'team-a'), 'echo', { image: 'nginx', port: 80 });
+    const second = new ContainerApp(new Chart(app, 'team-b'), 'echo', { image: 'nginx', port: 80 });
+    expect(first.name).not.toBe(second.name);
+    expect(first.name).toMatch(/^team-a-echo-[0-9a-f]{8}$/);
+    expect(second.deploymentName).toBe(`${second.name}-deployment`);
+    const names = app.charts.flatMap((c) => (Testing.synth(c) as Obj[]).map((o) => `${o.kind}/${o.metadata.name}`));
+    expect(new Set(names).size).toBe(4);
+  });
+
+  test('static helpers give the names and selector the construct renders (the operator relies on them)', () => {
+    const app = synth((c) => new ContainerApp(c, 'x', BASE));
+    expect(ContainerApp.objectNames('example-echoflask')).toEqual({ deployment: 'example-echoflask-deployment', service: 'example-echoflask-svc' });
+    expect(ContainerApp.selectorLabelsOf('example-echoflask', 'echoflask')).toEqual(SELECTOR);
+    expect(deploymentOf(app).spec.selector).toEqual({ matchLabels: ContainerApp.selectorLabelsOf('example-echoflask', 'echoflask') });
+  });
+
+  test('a chart on cdk8s-plus-33 passes the resources and security context its own constructs render', () => {
+    const chart = new Chart(new App(), 'plus33');
+    const reference = new kplus33.Deployment(chart, 'reference', {
+      containers: [{
+        image: 'nginx',
+        resources: { cpu: { request: kplus33.Cpu.millis(250), limit: kplus33.Cpu.units(1) }, memory: { request: Size.mebibytes(128), limit: Size.mebibytes(512) } },
+        securityContext: { ensureNonRoot: true, user: 1000, group: 3000, readOnlyRootFilesystem: true, privileged: false, allowPrivilegeEscalation: false },
+      }],
+    });
+    const referenceObject = (chart.toJson() as Obj[]).find((o) => o.metadata.name === ApiObject.of(reference).name)!;
+    const wanted = containerOf(referenceObject);
+    const sc = wanted.securityContext as { runAsNonRoot: boolean; runAsUser: number; runAsGroup: number; readOnlyRootFilesystem: boolean };
+    const app = new ContainerApp(chart, 'app', {
+      image: 'nginx',
+      port: 80,
+      resources: wanted.resources as ContainerAppProps['resources'],
+      securityContext: { runAsNonRoot: sc.runAsNonRoot, runAsUser: sc.runAsUser, runAsGroup: sc.runAsGroup, readOnlyRootFilesystem: sc.readOnlyRootFilesystem },
+    });
+    const rendered = chart.toJson() as Obj[];
+    const container = containerOf(rendered.find((o) => o.metadata.name === app.deploymentName)!);
+    expect(wanted.resources).toEqual({ limits: { cpu: '1', memory: '512Mi' }, requests: { cpu: '250m', memory: '128Mi' } });
+    expect(container.resources).toEqual(wanted.resources);
+    expect(container.securityContext).toEqual(wanted.securityContext);
   });
 });

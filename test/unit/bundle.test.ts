@@ -1,8 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { Chart, Testing } from 'cdk8s';
-import { AppKind } from '../../lib/appkind.js';
-import { OperatorBundle, OperatorBundleProps } from '../../lib/bundle.js';
-import { kindsFromDocument, SAMPLE_KIND } from '../../lib/config.js';
+import { AppKind, LogLevel, OperatorBundle, OperatorBundleProps } from 'cdk8s-appkind';
+import { kindsFromDocument, SAMPLE_KIND } from '../../operator/config.js';
 import { DEFAULT_WORKERS } from '../../operator/settings.js';
 
 const TAKARA: AppKind = {
@@ -78,7 +77,7 @@ const LEASE_RULES = [
 ];
 
 describe('OperatorBundle', () => {
-  it('matches the snapshot of the default bundle (CRDs aside: lib/crd.ts has its own tests)', () => {
+  it('matches the snapshot of the default bundle (CRDs aside: lib/src/crd.ts has its own tests)', () => {
     expect(synth().filter((o) => o.kind !== 'CustomResourceDefinition')).toMatchSnapshot();
   });
 
@@ -184,7 +183,7 @@ describe('OperatorBundle', () => {
   });
 
   it('configures the operator through the same env settings as a local run', () => {
-    const objs = synth({ replicas: 2, logLevel: 'debug', workers: 4, leaseDurationSeconds: 30 });
+    const objs = synth({ replicas: 2, logLevel: LogLevel.DEBUG, workers: 4, leaseDurationSeconds: 30 });
     const env = envOf(objs);
     expect(kindsFromDocument(JSON.parse(env.APPKIND_KINDS as string), 'APPKIND_KINDS').map((k) => k.kind)).toEqual(['EchoFlask', 'Takara']);
     expect(env).toMatchObject({

@@ -1,8 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
 import { V1Deployment, V1Pod } from '@kubernetes/client-node';
 import { instanceIndex, ownerIndex, podChanged, podSummary, withoutManagedFields } from '../../operator/cache.js';
-import { SAMPLE_KIND } from '../../lib/config.js';
-import { render } from '../../lib/render.js';
+import { SAMPLE_KIND } from '../../operator/config.js';
+import { render } from '../../operator/render.js';
 import { RenderCache } from '../../operator/render-cache.js';
 
 const pod: V1Pod = {

@@ -2,7 +2,9 @@ import { describe, expect, test } from '@jest/globals';
 import { Testing } from 'cdk8s';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { AppKindCrd, crdFileName, crdYaml, kindsFromFile, SAMPLE_KIND, type AppKind } from '../../lib/index.js';
+import { AppKindCrd, type AppKind } from 'cdk8s-appkind';
+import { kindsFromFile, SAMPLE_KIND } from '../../operator/config.js';
+import { crdFileName, crdYaml } from '../../operator/crd-yaml.js';
 
 type Schema = { type?: string; properties?: Record<string, Schema>; items?: Schema; minimum?: number; maximum?: number; minLength?: number; default?: unknown; [k: string]: unknown };
 type Version = {

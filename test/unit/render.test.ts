@@ -1,6 +1,10 @@
 import { describe, expect, test } from '@jest/globals';
 import { Testing } from 'cdk8s';
-import { EchoFlask, render, SAMPLE_KIND, sampleResource, Takara, type AppResource } from '../../lib/index.js';
+import { EchoFlask } from '../../imports/swallowlab.com.js';
+import { Takara } from '../../imports/maho.takara.org.js';
+import { SAMPLE_KIND } from '../../operator/config.js';
+import { render, type AppResource } from '../../operator/render.js';
+import { sampleResource } from '../../sample.js';
 
 const cr = (spec: AppResource['spec'], namespace = 'default'): AppResource => ({
   apiVersion: 'swallowlab.com/v1alpha1', kind: 'EchoFlask', metadata: { name: 'example-echoflask', namespace }, spec,

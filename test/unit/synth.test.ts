@@ -5,7 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parseAllDocuments } from 'yaml';
-import { kindsFromFile, render, SAMPLE_KIND, sampleResource } from '../../lib/index.js';
+import { kindsFromFile, SAMPLE_KIND } from '../../operator/config.js';
+import { render } from '../../operator/render.js';
+import { sampleResource } from '../../sample.js';
 
 const root = join(import.meta.dirname, '..', '..');
 const run = promisify(execFile);

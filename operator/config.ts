@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
-import { AppKind, DEFAULT_MAX_SIZE } from './appkind.js';
+import { AppKind, AppKindCrd } from 'cdk8s-appkind';
 
 /** A configuration mistake, with the setting that is wrong and how to fix it in the message. */
 export class ConfigError extends Error {
@@ -72,7 +72,7 @@ export function validateAppKind(raw: Raw, where: string, names: Partial<Record<k
   if (!DNS_LABEL.test(plural)) fail('plural', `"${plural}" is not a lower-case DNS label`, 'use lower-case letters, digits and "-"');
   const appName = str('appName', false) ?? kind.toLowerCase();
   if (!DNS_LABEL.test(appName)) fail('appName', `"${appName}" is not a lower-case DNS label`, 'use lower-case letters, digits and "-", such as "echoflask"');
-  const maxSize = int('maxSize', 0, 100_000) ?? DEFAULT_MAX_SIZE;
+  const maxSize = int('maxSize', 0, 100_000) ?? AppKindCrd.DEFAULT_MAX_SIZE;
   return { group, version, kind, plural, image, port: port!, appName, maxSize };
 }
 

@@ -1,6 +1,32 @@
 import { App, Chart } from 'cdk8s';
-import { ContainerApp, ContainerAppProps } from './app.js';
-import { AppKind, AppResource } from './appkind.js';
+import { AppKind, ContainerApp, ContainerAppProps } from 'cdk8s-appkind';
+
+/** The spec of a CR of any app kind. Every field is optional; the kind supplies the defaults. */
+export interface AppSpec {
+  /** Number of pods (Deployment replicas). @default 1 */
+  readonly size?: number;
+  /** Container image. @default the kind's image */
+  readonly image?: string;
+  /** Container and Service port. @default the kind's port */
+  readonly port?: number;
+  /** Fixed NodePort (30000-32767). @default allocated by the API server */
+  readonly nodePort?: number;
+}
+
+/** A CR of an app kind as read from the API server (or written in a sample). */
+export interface AppResource {
+  readonly apiVersion: string;
+  readonly kind: string;
+  readonly metadata: {
+    readonly name: string;
+    readonly namespace?: string;
+    readonly uid?: string;
+    readonly generation?: number;
+    readonly labels?: Record<string, string>;
+    readonly annotations?: Record<string, string>;
+  };
+  readonly spec?: AppSpec;
+}
 
 /** A plain Kubernetes object as rendered (apiVersion, kind, metadata, and the rest). */
 export interface KubeObject {

@@ -1,17 +1,16 @@
 import { k8s } from 'cdk8s-plus-27';
 import { Construct } from 'constructs';
-import { AppKind, DEFAULT_MAX_SIZE } from './appkind.js';
+import { AppKind } from './appkind';
 
+/** Props of an {@link AppKindCrd}. */
 export interface AppKindCrdProps {
   /** The kind to define. */
   readonly appKind: AppKind;
-  /** Categories for `kubectl get <category>`. @default ["appkind"] */
+  /**
+   * Categories for `kubectl get <category>`.
+   * @default ["appkind"]
+   */
   readonly categories?: string[];
-}
-
-/** Name of an app kind's CRD, `<plural>.<group>`. */
-export function crdName(appKind: Pick<AppKind, 'plural' | 'group'>): string {
-  return `${appKind.plural}.${appKind.group}`;
 }
 
 /**
@@ -19,6 +18,19 @@ export function crdName(appKind: Pick<AppKind, 'plural' | 'group'>): string {
  * and scale subresources (so `kubectl scale` and a HorizontalPodAutoscaler work), and printer columns.
  */
 export class AppKindCrd extends Construct {
+  /** Default largest `spec.size` (`AppKind.maxSize`). */
+  public static readonly DEFAULT_MAX_SIZE = 100;
+
+  /** Name of an app kind's CRD, `<plural>.<group>`. */
+  public static nameOf(appKind: AppKind): string {
+    return `${appKind.plural}.${appKind.group}`;
+  }
+
+  /** The API version of an app kind's resources, `<group>/<version>`. */
+  public static apiVersionOf(appKind: AppKind): string {
+    return `${appKind.group}/${appKind.version}`;
+  }
+
   /** The CRD object. */
   public readonly crd: k8s.KubeCustomResourceDefinition;
 
@@ -26,7 +38,7 @@ export class AppKindCrd extends Construct {
     super(scope, id);
     const kind = props.appKind;
     this.crd = new k8s.KubeCustomResourceDefinition(this, 'Resource', {
-      metadata: { name: crdName(kind) },
+      metadata: { name: AppKindCrd.nameOf(kind) },
       spec: {
         group: kind.group,
         scope: 'Namespaced',
@@ -72,7 +84,7 @@ function schema(kind: AppKind): k8s.JsonSchemaProps {
         type: 'object',
         default: {},
         properties: {
-          size: { ...int('Number of pods (Deployment replicas).', 0, kind.maxSize ?? DEFAULT_MAX_SIZE), default: 1 },
+          size: { ...int('Number of pods (Deployment replicas).', 0, kind.maxSize ?? AppKindCrd.DEFAULT_MAX_SIZE), default: 1 },
           image: { type: 'string', minLength: 1, description: `Container image. Defaults to ${kind.image}.` },
           port: int(`Container and Service port. Defaults to ${kind.port}.`, 1, 65535),
           nodePort: int('Fixed NodePort. Allocated by the API server when unset.', 30000, 32767),

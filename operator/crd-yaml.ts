@@ -1,6 +1,5 @@
 import { App, Chart, Yaml } from 'cdk8s';
-import { AppKind } from './appkind.js';
-import { AppKindCrd, crdName } from './crd.js';
+import { AppKind, AppKindCrd } from 'cdk8s-appkind';
 import { KubeObject } from './render.js';
 
 /** File name of a kind's checked-in CRD under crd/: `<group>_<plural>.yaml`, as operator-sdk named them. */
@@ -11,7 +10,7 @@ export function crdFileName(appKind: AppKind): string {
 /** The CRD objects of the kinds, as plain objects to apply (`npm start`, tests). */
 export function crdObjects(kinds: AppKind[]): KubeObject[] {
   const chart = new Chart(new App(), 'crds', { disableResourceNameHashes: true });
-  for (const appKind of kinds) new AppKindCrd(chart, crdName(appKind), { appKind });
+  for (const appKind of kinds) new AppKindCrd(chart, AppKindCrd.nameOf(appKind), { appKind });
   return chart.toJson() as KubeObject[];
 }
 

@@ -1,65 +1,112 @@
 import { ApiObject, Chart, JsonPatch } from 'cdk8s';
 import { k8s } from 'cdk8s-plus-27';
 import { Construct } from 'constructs';
-import { AppKind } from './appkind.js';
-import { AppKindCrd, crdName } from './crd.js';
+import { AppKind } from './appkind';
+import { AppKindCrd } from './crd';
+import { ImagePullPolicy, ResourceList, ResourceRequirements } from './resources';
 
-/** CPU and memory as Kubernetes quantity strings, e.g. `{ cpu: '50m', memory: '128Mi' }`. */
-export interface ResourceList {
-  readonly cpu?: string;
-  readonly memory?: string;
-}
-
-/** Requests and limits of the operator container. */
-export interface OperatorResources {
-  readonly requests?: ResourceList;
-  readonly limits?: ResourceList;
+/** LOG_LEVEL of the operator. */
+export enum LogLevel {
+  /** Every request, cache event and reconcile step. */
+  DEBUG = 'debug',
+  /** Changes made and lifecycle events. */
+  INFO = 'info',
+  /** Problems the operator recovers from. */
+  WARN = 'warn',
+  /** Failures only. */
+  ERROR = 'error',
 }
 
 /** Default operator image: the walkthrough's OPERATOR_IMAGE, built from this repository's Dockerfile. */
-export const DEFAULT_OPERATOR_IMAGE = 'appkind-operator:0.1.0';
+const DEFAULT_OPERATOR_IMAGE = 'appkind-operator:0.1.0';
 /** Default namespace of the operator. */
-export const DEFAULT_OPERATOR_NAMESPACE = 'appkind-system';
+const DEFAULT_OPERATOR_NAMESPACE = 'appkind-system';
 /** Default name of the operator's ServiceAccount, Deployment, RBAC objects and Lease. */
-export const DEFAULT_OPERATOR_NAME = 'appkind-operator';
+const DEFAULT_OPERATOR_NAME = 'appkind-operator';
 /** The user the image runs as (distroless "nonroot"); the Dockerfile uses the same. */
-export const OPERATOR_UID = 65532;
+const OPERATOR_UID = 65532;
 /** Container ports of the operator. */
-export const METRICS_PORT = 8080;
-export const HEALTH_PORT = 8081;
+const METRICS_PORT = 8080;
+const HEALTH_PORT = 8081;
 
+/** Props of an {@link OperatorBundle}. */
 export interface OperatorBundleProps {
   /** App kinds the operator serves; one CRD is rendered for each. */
   readonly kinds: AppKind[];
-  /** Operator container image (the walkthrough's OPERATOR_IMAGE). @default "appkind-operator:0.1.0" */
+  /**
+   * Operator container image (the walkthrough's OPERATOR_IMAGE).
+   * @default "appkind-operator:0.1.0"
+   */
   readonly image?: string;
-  /** When the kubelet pulls the image. @default "IfNotPresent" */
-  readonly imagePullPolicy?: 'Always' | 'IfNotPresent' | 'Never';
-  /** Namespace the operator runs in (also where its Lease lives). @default "appkind-system" */
+  /**
+   * When the kubelet pulls the image.
+   * @default ImagePullPolicy.IF_NOT_PRESENT
+   */
+  readonly imagePullPolicy?: ImagePullPolicy;
+  /**
+   * Namespace the operator runs in (also where its Lease lives).
+   * @default "appkind-system"
+   */
   readonly namespace?: string;
-  /** Render the Namespace object itself, enforcing the "restricted" Pod Security Standard. @default true */
+  /**
+   * Render the Namespace object itself, enforcing the "restricted" Pod Security Standard.
+   * @default true
+   */
   readonly createNamespace?: boolean;
-  /** Name of the ServiceAccount, Deployment, Roles/ClusterRole, bindings and Lease. @default "appkind-operator" */
+  /**
+   * Name of the ServiceAccount, Deployment, Roles/ClusterRole, bindings and Lease.
+   * @default "appkind-operator"
+   */
   readonly name?: string;
-  /** Render the CRDs of the kinds (leave out when they are installed separately). @default true */
+  /**
+   * Render the CRDs of the kinds (leave out when they are installed separately).
+   * @default true
+   */
   readonly crds?: boolean;
-  /** Namespaces whose CRs are reconciled; empty means all, with a ClusterRole instead of Roles. @default [] (all) */
+  /**
+   * Namespaces whose CRs are reconciled; empty means all, with a ClusterRole instead of Roles.
+   * @default [] (all)
+   */
   readonly watchNamespaces?: string[];
-  /** Operator pods; leader election is always on, so extra replicas are hot standbys. @default 1 */
+  /**
+   * Operator pods; leader election is always on, so extra replicas are hot standbys.
+   * @default 1
+   */
   readonly replicas?: number;
-  /** CPU and memory requests and limits. @default requests 50m/128Mi, limits 500m/256Mi */
-  readonly resources?: OperatorResources;
-  /** Parallel reconciles (WORKERS). @default 8, the operator's own default (operator/settings.ts) */
+  /**
+   * CPU and memory requests and limits.
+   * @default requests 50m/128Mi, limits 500m/256Mi
+   */
+  readonly resources?: ResourceRequirements;
+  /**
+   * Parallel reconciles (WORKERS).
+   * @default 2
+   */
   readonly workers?: number;
-  /** LOG_LEVEL of the operator. @default "info" */
-  readonly logLevel?: 'debug' | 'info' | 'warn' | 'error';
-  /** LEASE_DURATION_SECONDS: how long a standby waits for a silent leader. @default 15 */
+  /**
+   * LOG_LEVEL of the operator.
+   * @default LogLevel.INFO
+   */
+  readonly logLevel?: LogLevel;
+  /**
+   * LEASE_DURATION_SECONDS: how long a standby waits for a silent leader.
+   * @default 15
+   */
   readonly leaseDurationSeconds?: number;
-  /** RENEW_DEADLINE_SECONDS: the leader steps down when it could not renew for this long. @default 10 */
+  /**
+   * RENEW_DEADLINE_SECONDS: the leader steps down when it could not renew for this long.
+   * @default 10
+   */
   readonly renewDeadlineSeconds?: number;
-  /** RETRY_PERIOD_SECONDS: time between lease attempts. @default 2 */
+  /**
+   * RETRY_PERIOD_SECONDS: time between lease attempts.
+   * @default 2
+   */
   readonly retryPeriodSeconds?: number;
-  /** SHUTDOWN_GRACE_SECONDS: longest wait for in-flight reconciles on SIGTERM. @default 20 */
+  /**
+   * SHUTDOWN_GRACE_SECONDS: longest wait for in-flight reconciles on SIGTERM.
+   * @default 20
+   */
   readonly shutdownGraceSeconds?: number;
 }
 
@@ -71,7 +118,7 @@ type Rule = k8s.PolicyRule;
 const CHILD_VERBS = ['get', 'list', 'watch', 'create', 'patch', 'delete'];
 
 /** Rules the reconciler needs wherever it reconciles CRs (cluster-wide or in one namespace). */
-export function reconcileRules(kinds: AppKind[]): Rule[] {
+function reconcileRules(kinds: AppKind[]): Rule[] {
   const byGroup = new Map<string, string[]>();
   for (const k of kinds) byGroup.set(k.group, [...(byGroup.get(k.group) ?? []), k.plural]);
   const crRules = [...byGroup.entries()]
@@ -98,7 +145,7 @@ export function reconcileRules(kinds: AppKind[]): Rule[] {
 }
 
 /** Rules for leader election on the one Lease: create cannot be limited by name, get/update can. */
-export function leaseRules(leaseName: string): Rule[] {
+function leaseRules(leaseName: string): Rule[] {
   return [
     { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
     { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: [leaseName], verbs: ['get', 'update'] },
@@ -111,9 +158,9 @@ function clusterScoped<T extends ApiObject>(obj: T): T {
   return obj;
 }
 
-function quantities(list: ResourceList | undefined): Record<string, k8s.Quantity> | undefined {
+function quantities(list: ResourceList | undefined): { [name: string]: k8s.Quantity } | undefined {
   if (!list) return undefined;
-  const out: Record<string, k8s.Quantity> = {};
+  const out: { [name: string]: k8s.Quantity } = {};
   if (list.cpu) out.cpu = k8s.Quantity.fromString(list.cpu);
   if (list.memory) out.memory = k8s.Quantity.fromString(list.memory);
   return out;
@@ -136,7 +183,7 @@ export class OperatorBundle extends Construct {
   /** The operator's ServiceAccount. */
   public readonly serviceAccount: k8s.KubeServiceAccount;
   /** Labels selecting the operator pods. */
-  public readonly selectorLabels: Record<string, string>;
+  public readonly selectorLabels: { [key: string]: string };
 
   constructor(scope: Construct, id: string, props: OperatorBundleProps) {
     super(scope, id);
@@ -145,7 +192,7 @@ export class OperatorBundle extends Construct {
     this.name = props.name ?? DEFAULT_OPERATOR_NAME;
     this.selectorLabels = { 'app.kubernetes.io/name': this.name, 'app.kubernetes.io/component': 'operator' };
 
-    if (props.crds ?? true) for (const appKind of props.kinds) clusterScoped(new AppKindCrd(this, crdName(appKind), { appKind }).crd);
+    if (props.crds ?? true) for (const appKind of props.kinds) clusterScoped(new AppKindCrd(this, AppKindCrd.nameOf(appKind), { appKind }).crd);
     if (props.createNamespace ?? true) {
       // The operator pod meets the "restricted" Pod Security Standard; enforcing it keeps it that way.
       const labels = { 'pod-security.kubernetes.io/enforce': 'restricted', 'pod-security.kubernetes.io/enforce-version': 'latest' };
@@ -196,7 +243,7 @@ export class OperatorBundle extends Construct {
       value('APPKIND_KINDS', JSON.stringify(props.kinds)),
       value('WATCH_NAMESPACE', (props.watchNamespaces ?? []).join(',')),
       value('WORKERS', props.workers ?? 8),
-      value('LOG_LEVEL', props.logLevel ?? 'info'),
+      value('LOG_LEVEL', props.logLevel ?? LogLevel.INFO),
       value('METRICS_PORT', METRICS_PORT),
       value('HEALTH_PORT', HEALTH_PORT),
       value('LEADER_ELECT', 'true'),
@@ -239,7 +286,7 @@ export class OperatorBundle extends Construct {
             {
               name: 'operator',
               image: props.image ?? DEFAULT_OPERATOR_IMAGE,
-              imagePullPolicy: props.imagePullPolicy ?? 'IfNotPresent',
+              imagePullPolicy: props.imagePullPolicy ?? ImagePullPolicy.IF_NOT_PRESENT,
               command: ['node', 'build/operator/main.js'],
               env: this.env(props),
               ports: [

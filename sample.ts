@@ -1,14 +1,13 @@
 import { ApiObject, Chart } from 'cdk8s';
 import { Construct } from 'constructs';
-import { AppKind, AppResource, apiVersionOf } from './appkind.js';
-import { AppKindCrd } from './crd.js';
+import { AppKind, AppKindCrd } from 'cdk8s-appkind';
 import { EchoFlask } from './imports/swallowlab.com.js';
-import { render } from './render.js';
+import { AppResource, render } from './operator/render.js';
 
 /** The sample CR of a kind, as in the walkthrough: `example-<appName>` with `spec.size: 3`. */
 export function sampleResource(appKind: AppKind, size = 3): AppResource {
   return {
-    apiVersion: apiVersionOf(appKind),
+    apiVersion: AppKindCrd.apiVersionOf(appKind),
     kind: appKind.kind,
     metadata: { name: `example-${appKind.appName}` },
     spec: { size },

@@ -1,0 +1,226 @@
+import { ApiObject, JsonPatch, Names } from 'cdk8s';
+import * as kplus from 'cdk8s-plus-27';
+import { Construct } from 'constructs';
+import { ContainerSecurity, ImagePullPolicy, ResourceList, ResourceRequirements } from './resources';
+
+/** Names of an app's Deployment and Service. */
+export interface AppObjectNames {
+  /** Name of the Deployment, `<name>-deployment`. */
+  readonly deployment: string;
+  /** Name of the Service, `<name>-svc`. */
+  readonly service: string;
+}
+
+/** Props of a {@link ContainerApp}. */
+export interface ContainerAppProps {
+  /**
+   * Base name: the objects are `<name>-deployment` and `<name>-svc`; also the instance label.
+   * Give it when the names must be fixed (the operator uses the CR's name).
+   * @default a DNS label derived from the construct path (like cdk8s object names), unique per chart
+   */
+  readonly name?: string;
+  /**
+   * Namespace of both objects.
+   * @default none (the chart's namespace, or the one applied to)
+   */
+  readonly namespace?: string;
+  /** Container image to run, e.g. `nginx:1.27`. */
+  readonly image: string;
+  /** Port the container listens on; also the Service port and target port. */
+  readonly port: number;
+  /**
+   * Number of pods.
+   * @default 1
+   */
+  readonly replicas?: number;
+  /**
+   * Value of the `app.kubernetes.io/name` label and the container name.
+   * @default the name
+   */
+  readonly appName?: string;
+  /**
+   * Environment variables of the container.
+   * @default none
+   */
+  readonly env?: { [name: string]: string };
+  /**
+   * CPU and memory requests and limits, as Kubernetes quantities.
+   * @default none: the namespace's LimitRange or the scheduler's defaults apply
+   */
+  readonly resources?: ResourceRequirements;
+  /**
+   * Extra labels on the Deployment, Service and pods (never part of the selector).
+   * @default none
+   */
+  readonly labels?: { [key: string]: string };
+  /**
+   * Extra annotations on the Deployment, Service and pods.
+   * @default none
+   */
+  readonly annotations?: { [key: string]: string };
+  /**
+   * Fixed NodePort, 30000-32767.
+   * @default allocated by the API server
+   */
+  readonly nodePort?: number;
+  /**
+   * When the kubelet pulls the image.
+   * @default ImagePullPolicy.IF_NOT_PRESENT
+   */
+  readonly imagePullPolicy?: ImagePullPolicy;
+  /**
+   * Container security context; unset fields keep their defaults.
+   * @default root allowed, writable root filesystem, not privileged, no privilege escalation
+   */
+  readonly securityContext?: ContainerSecurity;
+  /**
+   * Value of the `app.kubernetes.io/managed-by` label (part of the selector).
+   * @default "cdk8s-appkind"
+   */
+  readonly managedBy?: string;
+}
+
+/**
+ * One app: a Deployment of a single container and a NodePort Service in front of it.
+ * Built on cdk8s-plus-27 with each of its defaults that would break an arbitrary image overridden.
+ */
+export class ContainerApp extends Construct {
+  /** Label key of the app name (part of the selector). */
+  public static readonly NAME_LABEL = 'app.kubernetes.io/name';
+  /** Label key of the instance, the base name (part of the selector). */
+  public static readonly INSTANCE_LABEL = 'app.kubernetes.io/instance';
+  /** Label key of the manager (part of the selector). */
+  public static readonly MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
+  /** Default value of the `app.kubernetes.io/managed-by` label. */
+  public static readonly DEFAULT_MANAGED_BY = 'cdk8s-appkind';
+
+  /**
+   * Names of an app's Deployment and Service, from its base name.
+   * @param name the base name (`ContainerAppProps.name`)
+   */
+  public static objectNames(name: string): AppObjectNames {
+    return { deployment: `${name}-deployment`, service: `${name}-svc` };
+  }
+
+  /**
+   * Labels that select an app's pods. They depend only on the props, never on the construct path.
+   * @param name the base name (`ContainerAppProps.name`)
+   * @param appName the app name (`ContainerAppProps.appName`)
+   * @param managedBy the manager (`ContainerAppProps.managedBy`)
+   */
+  public static selectorLabelsOf(name: string, appName: string, managedBy?: string): { [key: string]: string } {
+    return {
+      [ContainerApp.NAME_LABEL]: appName,
+      [ContainerApp.INSTANCE_LABEL]: name,
+      [ContainerApp.MANAGED_BY_LABEL]: managedBy ?? ContainerApp.DEFAULT_MANAGED_BY,
+    };
+  }
+
+  /** Base name of the objects (the `name` prop, or the one derived from the construct path). */
+  public readonly name: string;
+  /** Name of the Deployment. */
+  public readonly deploymentName: string;
+  /** Name of the Service. */
+  public readonly serviceName: string;
+  /** Labels that select the app's pods (Deployment selector and Service selector). */
+  public readonly selectorLabels: { [key: string]: string };
+  /** The Deployment. */
+  public readonly deployment: kplus.Deployment;
+  /** The Service. */
+  public readonly service: kplus.Service;
+
+  constructor(scope: Construct, id: string, props: ContainerAppProps) {
+    super(scope, id);
+    // A Service name is a DNS label of at most 63 characters, and "-svc" takes four of them.
+    this.name = props.name ?? Names.toDnsLabel(this, { maxLen: 59 });
+    const name = this.name;
+    const appName = props.appName ?? name;
+    const replicas = props.replicas ?? 1;
+    checkProps(this.node.path, props, replicas);
+
+    const names = ContainerApp.objectNames(name);
+    this.deploymentName = names.deployment;
+    this.serviceName = names.service;
+    this.selectorLabels = ContainerApp.selectorLabelsOf(name, appName, props.managedBy);
+    const labels = { ...props.labels, ...this.selectorLabels };
+    const metadata = { namespace: props.namespace, labels, annotations: props.annotations };
+    const security = props.securityContext ?? {};
+
+    this.deployment = new kplus.Deployment(this, 'Deployment', {
+      metadata: { ...metadata, name: this.deploymentName },
+      podMetadata: { labels, annotations: props.annotations },
+      // Not the path-derived cdk8s.io/metadata.addr selector: a Deployment selector is immutable.
+      select: false,
+      replicas,
+      securityContext: { ensureNonRoot: false },
+      containers: [{
+        name: appName,
+        image: props.image,
+        portNumber: props.port,
+        envVariables: toEnv(props.env),
+        resources: {},
+        // Same strings as cdk8s-plus-27's enum.
+        imagePullPolicy: (props.imagePullPolicy ?? ImagePullPolicy.IF_NOT_PRESENT) as string as kplus.ImagePullPolicy,
+        securityContext: {
+          ensureNonRoot: security.runAsNonRoot ?? false,
+          readOnlyRootFilesystem: security.readOnlyRootFilesystem ?? false,
+          privileged: security.privileged ?? false,
+          allowPrivilegeEscalation: security.allowPrivilegeEscalation ?? false,
+          user: security.runAsUser,
+          group: security.runAsGroup,
+        },
+      }],
+    });
+    this.deployment.select(kplus.LabelSelector.of({ labels: this.selectorLabels }));
+    const deploymentObject = ApiObject.of(this.deployment);
+    // cdk8s-plus adds these whatever the props say; remove them so the output depends on the props only.
+    deploymentObject.addJsonPatch(JsonPatch.remove('/spec/template/metadata/labels/cdk8s.io~1metadata.addr'));
+    // A TCP startup probe fails images that take over 30 s to listen; the app kind promises any image.
+    deploymentObject.addJsonPatch(JsonPatch.remove('/spec/template/spec/containers/0/startupProbe'));
+    // Quantities are passed through as written, so any cdk8s-plus version's values fit. The patch is
+    // applied before KubeDeployment's typed serialization, which reads Quantity objects.
+    const resources = toResources(props.resources);
+    if (resources) deploymentObject.addJsonPatch(JsonPatch.add('/spec/template/spec/containers/0/resources', resources));
+
+    this.service = new kplus.Service(this, 'Service', {
+      metadata: { ...metadata, name: this.serviceName },
+      type: kplus.ServiceType.NODE_PORT,
+      ports: [{ name: 'http', port: props.port, targetPort: props.port, nodePort: props.nodePort }],
+    });
+    for (const [key, value] of Object.entries(this.selectorLabels)) this.service.selectLabel(key, value);
+    // An empty externalIPs list would be applied and owned for nothing.
+    ApiObject.of(this.service).addJsonPatch(JsonPatch.remove('/spec/externalIPs'));
+  }
+}
+
+/** The container's `resources`, or undefined when no quantity is set. */
+function toResources(r: ResourceRequirements | undefined): kplus.k8s.ResourceRequirements | undefined {
+  const list = (l: ResourceList | undefined): { [name: string]: kplus.k8s.Quantity } | undefined => {
+    const out: { [name: string]: kplus.k8s.Quantity } = {};
+    if (l?.cpu !== undefined) out.cpu = kplus.k8s.Quantity.fromString(l.cpu);
+    if (l?.memory !== undefined) out.memory = kplus.k8s.Quantity.fromString(l.memory);
+    return Object.keys(out).length > 0 ? out : undefined;
+  };
+  const requests = list(r?.requests);
+  const limits = list(r?.limits);
+  if (!requests && !limits) return undefined;
+  return { ...(limits && { limits }), ...(requests && { requests }) };
+}
+
+function toEnv(env: { [name: string]: string } | undefined): { [name: string]: kplus.EnvValue } {
+  const out: { [name: string]: kplus.EnvValue } = {};
+  for (const [key, value] of Object.entries(env ?? {})) out[key] = kplus.EnvValue.fromValue(value);
+  return out;
+}
+
+function checkProps(path: string, props: ContainerAppProps, replicas: number): void {
+  const fail = (what: string) => {
+    throw new Error(`ContainerApp ${path}: ${what}`);
+  };
+  if (!props.image || /\s/.test(props.image)) fail(`image "${props.image}" is empty or contains white space; give an image reference such as "nginx:1.27"`);
+  if (!Number.isInteger(props.port) || props.port < 1 || props.port > 65535) fail(`port ${props.port} is not an integer from 1 to 65535`);
+  if (!Number.isInteger(replicas) || replicas < 0) fail(`replicas ${replicas} is not a non-negative integer`);
+  if (props.nodePort !== undefined && (!Number.isInteger(props.nodePort) || props.nodePort < 30000 || props.nodePort > 32767)) {
+    fail(`nodePort ${props.nodePort} is outside 30000-32767; leave it unset to let the API server allocate one`);
+  }
+}
