@@ -16,7 +16,8 @@ export interface ContainerAppProps {
   /**
    * Base name: the objects are `<name>-deployment` and `<name>-svc`; also the instance label.
    * Give it when the names must be fixed (the operator uses the CR's name).
-   * @default a DNS label derived from the construct path (like cdk8s object names), unique per chart
+   * @default a DNS label derived from the construct path with a hash of it (like cdk8s object names,
+   * but hashed even in charts with `disableResourceNameHashes`), so it is unique across charts
    */
   readonly name?: string;
   /**

@@ -1,7 +1,7 @@
 // Helpers of the consumer tests: each installs the library from its `npm pack` tarball into a freshly
 // made project outside the repository, as a user would, never from the source tree.
 import { execFile } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -90,3 +90,22 @@ export function copyOf(source: string, prefix: string): string {
   cpSync(source, dir, { recursive: true, verbatimSymlinks: true });
   return dir;
 }
+
+/**
+ * The packed library unpacked into `dir/package`, with the root's node_modules linked beside it so
+ * that jsii-pacmak finds the assemblies of its dependencies (cdk8s, cdk8s-plus-27, constructs).
+ */
+export async function unpackLibrary(dir: string): Promise<string> {
+  await must('tar', ['-xzf', await packLibrary(), '-C', dir], dir);
+  const pkg = join(dir, 'package');
+  symlinkSync(join(ROOT, 'node_modules'), join(pkg, 'node_modules'), 'dir');
+  return pkg;
+}
+
+/** jsii-pacmak generating code only (no pip, twine or Go proxy involved) into `outdir/<target>`. */
+export async function pacmak(target: 'go' | 'python', outdir: string, packages: string[]): Promise<void> {
+  await must(join(ROOT, 'node_modules', '.bin', 'jsii-pacmak'), ['--code-only', '--no-npmignore', '--targets', target, '--outdir', outdir, ...packages], outdir, QUIET_JSII);
+}
+
+/** Keeps the jsii tools' Node end-of-life banner out of the output. */
+export const QUIET_JSII = { JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION: '1', JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION: '1' };

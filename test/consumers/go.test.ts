@@ -1,0 +1,58 @@
+// Go: jsii-pacmak generates Go bindings of the packed library, and of cdk8s and cdk8s-plus-27 from
+// their .jsii assemblies (the cdk8s-team Go modules are not on the module proxy reachable here); the
+// program in test/consumers/go composes ContainerApp next to a cdk8s-plus-27 ConfigMap, and its YAML
+// must equal the TypeScript synth of the same chart.
+import { describe, expect, test } from '@jest/globals';
+import { App, Chart } from 'cdk8s';
+import { ContainerApp, ImagePullPolicy } from 'cdk8s-appkind';
+import * as kplus from 'cdk8s-plus-27';
+import { copyFileSync, mkdirSync, symlinkSync } from 'node:fs';
+import { join } from 'node:path';
+import { cached, freshDir, installedVersion, must, pacmak, QUIET_JSII, removeDir, ROOT, unpackLibrary } from './consumer.js';
+
+/** The chart of test/consumers/go/main.go, in TypeScript. */
+function typescriptSynth(): string {
+  const app = new App();
+  const chart = new Chart(app, 'shop', { namespace: 'shop' });
+  const settings = new kplus.ConfigMap(chart, 'settings', { data: { GREETING: 'hello' } });
+  new ContainerApp(chart, 'echo', {
+    image: 'takeyan/flask:0.0.3',
+    port: 5000,
+    replicas: 2,
+    env: { SETTINGS: settings.name },
+    imagePullPolicy: ImagePullPolicy.ALWAYS,
+    resources: { requests: { cpu: '100m', memory: '64Mi' }, limits: { memory: '128Mi' } },
+    securityContext: { runAsNonRoot: true, runAsUser: 1000 },
+    labels: { team: 'blue' },
+  });
+  return app.synthYaml();
+}
+
+describe('Go bindings', () => {
+  test('a Go program composing ContainerApp and a cdk8s-plus-27 ConfigMap synthesizes the same YAML as TypeScript', async () => {
+    const work = freshDir('go');
+    try {
+      const library = await unpackLibrary(work);
+      const ours = join(work, 'bindings');
+      mkdirSync(ours);
+      await pacmak('go', ours, [library]);
+      // cdk8s and cdk8s-plus-27 depend only on the installed versions, so their bindings are kept.
+      const key = `go-bindings/cdk8s${installedVersion('cdk8s')}-plus27-${installedVersion('cdk8s-plus-27')}-pacmak${installedVersion('jsii-pacmak')}`;
+      const theirs = await cached(key, (dir) => pacmak('go', dir, [join(ROOT, 'node_modules', 'cdk8s'), join(ROOT, 'node_modules', 'cdk8s-plus-27')]));
+
+      const module = join(work, 'module');
+      mkdirSync(join(module, '_bindings'), { recursive: true });
+      for (const file of ['main.go', 'go.mod', 'go.sum']) copyFileSync(join(ROOT, 'test', 'consumers', 'go', file), join(module, file));
+      symlinkSync(join(ours, 'go', 'cdk8sappkind'), join(module, '_bindings', 'cdk8sappkind'));
+      symlinkSync(join(theirs, 'go', 'cdk8s'), join(module, '_bindings', 'cdk8s'));
+      symlinkSync(join(theirs, 'go', 'cdk8splus27'), join(module, '_bindings', 'cdk8splus27'));
+
+      const yaml = await must('go', ['run', '.'], module, { ...QUIET_JSII, GOTOOLCHAIN: 'local', CGO_ENABLED: '0', GOFLAGS: '-mod=readonly' });
+      const expected = typescriptSynth();
+      expect(expected).toMatch(/kind: ConfigMap[\s\S]*name: shop-echo-[0-9a-f]{8}-deployment[\s\S]*type: NodePort/);
+      expect(yaml).toBe(expected);
+    } finally {
+      removeDir(work);
+    }
+  }, 20 * 60_000);
+});
