@@ -94,7 +94,7 @@ export function toJson_TakaraProps(obj: TakaraProps | undefined): Record<string,
  */
 export interface TakaraSpec {
   /**
-   * Container image. Defaults to memcached:1.6-alpine.
+   * Container image. Allowed: memcached:1.6-alpine, memcached:* (a trailing * is a prefix). Defaults to memcached:1.6-alpine.
    *
    * @default memcached:1.6-alpine.
    * @schema TakaraSpec#image

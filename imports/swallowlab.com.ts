@@ -94,7 +94,7 @@ export function toJson_EchoFlaskProps(obj: EchoFlaskProps | undefined): Record<s
  */
 export interface EchoFlaskSpec {
   /**
-   * Container image. Defaults to takeyan/flask:0.0.3.
+   * Container image. Allowed: takeyan/flask:0.0.3 (a trailing * is a prefix). Defaults to takeyan/flask:0.0.3.
    *
    * @default takeyan/flask:0.0.3.
    * @schema EchoFlaskSpec#image

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
-import { AppKind, AppKindCrd } from 'cdk8s-appkind';
+import { AppKind, AppKindCrd, ImagePolicy } from 'cdk8s-appkind';
 
 /** A configuration mistake, with the setting that is wrong and how to fix it in the message. */
 export class ConfigError extends Error {
@@ -73,7 +73,44 @@ export function validateAppKind(raw: Raw, where: string, names: Partial<Record<k
   const appName = str('appName', false) ?? kind.toLowerCase();
   if (!DNS_LABEL.test(appName)) fail('appName', `"${appName}" is not a lower-case DNS label`, 'use lower-case letters, digits and "-", such as "echoflask"');
   const maxSize = int('maxSize', 0, 100_000) ?? AppKindCrd.DEFAULT_MAX_SIZE;
-  return { group, version, kind, plural, image, port: port!, appName, maxSize };
+  const allowedImages = patterns('allowedImages', raw.allowedImages, label, fail);
+  const bool = (field: keyof AppKind): boolean | undefined => {
+    const v = raw[field];
+    if (v === undefined || v === null || v === '') return undefined;
+    if (typeof v === 'boolean') return v;
+    if (typeof v === 'string' && /^(true|false)$/i.test(v.trim())) return v.trim().toLowerCase() === 'true';
+    return fail(field, `is ${JSON.stringify(v)}, not true or false`, `set ${label(field)} to true or false`);
+  };
+  const runAsNonRoot = bool('runAsNonRoot');
+  const readOnlyRootFilesystem = bool('readOnlyRootFilesystem');
+  const runAsUser = int('runAsUser', 0, 2147483647);
+  if (runAsNonRoot && runAsUser === 0) fail('runAsUser', `is 0 (root) while ${label('runAsNonRoot')} is true`, `give ${label('runAsUser')} a non-zero UID or leave it unset`);
+  return {
+    group, version, kind, plural, image, port: port!, appName, maxSize,
+    ...(allowedImages.length > 0 ? { allowedImages } : {}),
+    ...(runAsNonRoot !== undefined ? { runAsNonRoot } : {}),
+    ...(runAsUser !== undefined ? { runAsUser } : {}),
+    ...(readOnlyRootFilesystem !== undefined ? { readOnlyRootFilesystem } : {}),
+  };
+}
+
+/** Image patterns: a list (config file) or a comma-separated string (environment). */
+function patterns(
+  field: keyof AppKind,
+  v: unknown,
+  label: (field: keyof AppKind) => string,
+  fail: (field: keyof AppKind, problem: string, fix: string) => never,
+): string[] {
+  if (v === undefined || v === null || v === '') return [];
+  const list = typeof v === 'string' ? v.split(',').map((s) => s.trim()).filter(Boolean) : v;
+  if (!Array.isArray(list) || list.some((p) => typeof p !== 'string')) {
+    fail(field, `must be a list of image patterns, got ${JSON.stringify(v)}`, `write ${label(field)} as a list (or comma-separated) of patterns such as "registry.example.com/*"`);
+  }
+  for (const p of list as string[]) {
+    const problem = ImagePolicy.problemOf(p);
+    if (problem) fail(field, `has the pattern ${problem}`, 'give exact image references or prefixes ending in "*", such as "registry.example.com/*" or "takeyan/flask:*"');
+  }
+  return list as string[];
 }
 
 /**
@@ -90,9 +127,15 @@ export function kindFromEnv(env: NodeJS.ProcessEnv): AppKind | undefined {
   const groupName = env.GROUPNAME!;
   const group = groupName.includes('.') ? groupName : `${groupName}.${env.DOMAIN || 'com'}`;
   return validateAppKind(
-    { group, version: env.VERSION, kind: env.CRKIND, image: env.IMAGENAME, port: env.CLUSTERPORT, appName: env.APPNAME, plural: env.PLURAL, maxSize: env.MAXSIZE },
+    {
+      group, version: env.VERSION, kind: env.CRKIND, image: env.IMAGENAME, port: env.CLUSTERPORT, appName: env.APPNAME, plural: env.PLURAL, maxSize: env.MAXSIZE,
+      allowedImages: env.ALLOWED_IMAGES, runAsNonRoot: env.RUN_AS_NON_ROOT, runAsUser: env.RUN_AS_USER, readOnlyRootFilesystem: env.READ_ONLY_ROOT_FILESYSTEM,
+    },
     'environment',
-    { group: 'GROUPNAME', version: 'VERSION', kind: 'CRKIND', image: 'IMAGENAME', port: 'CLUSTERPORT', appName: 'APPNAME', plural: 'PLURAL', maxSize: 'MAXSIZE' },
+    {
+      group: 'GROUPNAME', version: 'VERSION', kind: 'CRKIND', image: 'IMAGENAME', port: 'CLUSTERPORT', appName: 'APPNAME', plural: 'PLURAL', maxSize: 'MAXSIZE',
+      allowedImages: 'ALLOWED_IMAGES', runAsNonRoot: 'RUN_AS_NON_ROOT', runAsUser: 'RUN_AS_USER', readOnlyRootFilesystem: 'READ_ONLY_ROOT_FILESYSTEM',
+    },
   );
 }
 

@@ -6,11 +6,12 @@ import { INSTANCE_INDEX, OWNER_INDEX, ResourceCache } from './cache.js';
 import { EventRecorder } from './events.js';
 import { apiFailure, describeObject } from './kube.js';
 import { Logger } from './log.js';
+import { imagePolicyFailure } from './policy.js';
 import { HandlerResult } from './queue.js';
 import { RenderCache } from './render-cache.js';
 import { RestClient } from './rest.js';
 import { StatusPacer } from './status-pacer.js';
-import { AppStatus, computeStatus, ReconcileFailure, statusEqual } from './status.js';
+import { AppStatus, computeStatus, podsRefusedEvent, ReconcileFailure, replicaFailureOf, statusEqual } from './status.js';
 
 /** A CR as cached: an app resource with the status we wrote. */
 export type CachedResource = AppResource & KubernetesObject & { status?: Partial<AppStatus> };
@@ -77,18 +78,24 @@ export class Reconciler {
     }
     const log = this.deps.log.child({ key });
 
-    let failure: ReconcileFailure | undefined;
+    // A refused image is never rendered, so nothing is applied or pruned: existing children stay as they were.
+    let failure: ReconcileFailure | undefined = imagePolicyFailure(kind, cr);
     let desired: KubeObject[] = [];
-    try {
-      desired = this.renders.render(kind, cr).map((obj) => this.owned(obj, cr));
-    } catch (e) {
-      failure = { reason: 'InvalidSpec', message: (e as Error).message };
+    if (!failure) {
+      try {
+        desired = this.renders.render(kind, cr).map((obj) => this.owned(obj, cr));
+      } catch (e) {
+        failure = { reason: 'InvalidSpec', message: (e as Error).message };
+      }
     }
     // The children are independent: apply them in parallel, report the first failure in order.
-    const applied = await Promise.all(desired.map((obj) => this.applyOne(obj, cr, log)));
+    // What the API server answered to our applies is newer than the cache (a new Service's NodePort):
+    // status uses it, so a create's first status already carries the NodePort.
+    const fresh = new Map<string, KubernetesObject>();
+    const applied = await Promise.all(desired.map((obj) => this.applyOne(obj, cr, fresh, log)));
     failure ??= applied.find((f) => f !== undefined);
     if (!failure) failure = await this.prune(cr, desired, log);
-    const waitMs = await this.writeStatus(key, kind, cr, failure, log);
+    const waitMs = await this.writeStatus(key, kind, cr, failure, fresh, log);
     if (failure) {
       const previous = cr.status?.conditions?.find((c) => c.type === 'Degraded');
       if (previous?.status !== 'True' || previous.message !== failure.message) {
@@ -117,7 +124,7 @@ export class Reconciler {
    * namespace-wide (not only ours), so a synced cache that lacks the name means it does not exist:
    * no read before the first apply.
    */
-  private async applyOne(obj: KubeObject, cr: CachedResource, log: Logger): Promise<ReconcileFailure | undefined> {
+  private async applyOne(obj: KubeObject, cr: CachedResource, fresh: Map<string, KubernetesObject>, log: Logger): Promise<ReconcileFailure | undefined> {
     const cache = this.cacheFor(obj.kind);
     let live = cache?.get(obj.metadata.namespace, obj.metadata.name);
     if (!cache) {
@@ -136,7 +143,7 @@ export class Reconciler {
     const drift = driftOf(obj, live);
     if (!drift) return undefined;
     try {
-      await this.deps.rest.apply(obj, this.deps.fieldManager);
+      fresh.set(obj.kind, await this.deps.rest.apply(obj, this.deps.fieldManager));
       log.info(live ? 'applied drifted object' : 'created object', { object: describeObject(obj), field: live ? drift : undefined });
       return undefined;
     } catch (e) {
@@ -165,18 +172,19 @@ export class Reconciler {
   }
 
   /** Writes status when it changed; returns how long a coalesced change still waits (0: none). */
-  private async writeStatus(key: string, kind: AppKind, cr: CachedResource, failure: ReconcileFailure | undefined, log: Logger): Promise<number> {
+  private async writeStatus(key: string, kind: AppKind, cr: CachedResource, failure: ReconcileFailure | undefined, fresh: Map<string, KubernetesObject>, log: Logger): Promise<number> {
     const ns = cr.metadata.namespace!;
     const props = appPropsFor(kind, cr);
     // The same names and labels the construct gives the children.
     const selectorLabels = ContainerApp.selectorLabelsOf(props.name!, props.appName!);
     const names = ContainerApp.objectNames(props.name!);
+    const deployment = (fresh.get('Deployment') as V1Deployment | undefined) ?? this.deps.deployments.get(ns, names.deployment);
     const status = computeStatus({
       size: props.replicas ?? 1,
       generation: cr.metadata.generation,
       selectorLabels,
-      deployment: this.deps.deployments.get(ns, names.deployment),
-      service: this.deps.services.get(ns, names.service),
+      deployment,
+      service: (fresh.get('Service') as V1Service | undefined) ?? this.deps.services.get(ns, names.service),
       pods: this.deps.pods.byIndex(INSTANCE_INDEX, `${ns}/${props.name}`).filter((p) => Object.entries(selectorLabels).every(([k, v]) => p.metadata?.labels?.[k] === v)),
       failure,
       previous: cr.status,
@@ -190,6 +198,9 @@ export class Reconciler {
       await this.deps.rest.patchStatus(cr, { ...status, nodePort: status.nodePort ?? null });
       this.deps.pacer?.wrote(key);
       log.info('status updated', { replicas: status.replicas, readyReplicas: status.readyReplicas, nodes: status.nodes.length, nodePort: status.nodePort });
+      // Pods refused by admission (quota, Pod Security, LimitRange): say so where the CR's author looks.
+      const refused = podsRefusedEvent(cr.status, status, replicaFailureOf(deployment));
+      if (refused) await this.deps.events.record(cr, 'Warning', refused.reason, refused.message, log);
       return 0;
     } catch (e) {
       const f = apiFailure(e);

@@ -1,5 +1,5 @@
 import { App, Chart } from 'cdk8s';
-import { AppKind, ContainerApp, ContainerAppProps } from 'cdk8s-appkind';
+import { AppKind, ContainerApp, ContainerAppProps, ContainerSecurity } from 'cdk8s-appkind';
 
 /** The spec of a CR of any app kind. Every field is optional; the kind supplies the defaults. */
 export interface AppSpec {
@@ -47,6 +47,20 @@ export function appPropsFor(appKind: AppKind, cr: AppResource): ContainerAppProp
     port: spec.port ?? appKind.port,
     replicas: spec.size ?? 1,
     nodePort: spec.nodePort,
+    securityContext: securityOf(appKind),
+  };
+}
+
+/**
+ * The kind's pod security, never the CR's (the CRD has no such fields; the API server prunes them).
+ * runAsNonRoot stands for all the "restricted" Pod Security Standard asks of the pod spec.
+ */
+function securityOf(appKind: AppKind): ContainerSecurity | undefined {
+  const { runAsNonRoot, runAsUser, readOnlyRootFilesystem } = appKind;
+  if (runAsNonRoot === undefined && runAsUser === undefined && readOnlyRootFilesystem === undefined) return undefined;
+  return {
+    runAsNonRoot, runAsUser, readOnlyRootFilesystem,
+    ...(runAsNonRoot ? { dropAllCapabilities: true, seccompRuntimeDefault: true } : {}),
   };
 }
 

@@ -28,6 +28,9 @@ export class StatusPacer {
   }
 }
 
+/** Condition reasons of an ordinary rollout in progress; any other new reason (a refusal) is news. */
+const ROLLOUT_REASONS = new Set(['ReplicasNotReady', 'DeploymentMissing', 'RollingOut']);
+
 /** A change a user or a tool waits for: never held back. */
 export function urgent(current: Partial<AppStatus> | undefined, next: AppStatus): boolean {
   if (!current?.conditions?.length || current.observedGeneration !== next.observedGeneration) return true;
@@ -35,6 +38,7 @@ export function urgent(current: Partial<AppStatus> | undefined, next: AppStatus)
   for (const c of next.conditions) {
     const before = current.conditions.find((p) => p.type === c.type);
     if (!before || before.status !== c.status) return true;
+    if (before.reason !== c.reason && !ROLLOUT_REASONS.has(c.reason)) return true;
     if (c.type === 'Degraded' && before.message !== c.message) return true;
   }
   return false;

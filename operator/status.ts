@@ -52,6 +52,28 @@ function podIsReady(pod: V1Pod): boolean {
   return pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
 }
 
+/**
+ * Why the Deployment's ReplicaSet cannot create pods (Pod Security admission, a ResourceQuota, a
+ * LimitRange...): the Deployment controller copies the ReplicaSet's `ReplicaFailure` condition, with
+ * the API server's refusal as its message, into the Deployment's status.
+ */
+export function replicaFailureOf(deployment: V1Deployment | undefined): ReconcileFailure | undefined {
+  const c = deployment?.status?.conditions?.find((x) => x.type === 'ReplicaFailure' && x.status === 'True');
+  return c ? { reason: c.reason || 'ReplicaFailure', message: c.message || 'the ReplicaSet cannot create pods' } : undefined;
+}
+
+/**
+ * The Warning Event to record when the pods' refusal is new: the Ready condition now carries a
+ * refusal message that the previous status did not.
+ */
+export function podsRefusedEvent(previous: Partial<AppStatus> | undefined, next: AppStatus, refused: ReconcileFailure | undefined): ReconcileFailure | undefined {
+  const ready = next.conditions.find((c) => c.type === 'Ready');
+  if (!refused || ready?.status === 'True') return undefined;
+  const before = previous?.conditions?.find((c) => c.type === 'Ready');
+  if (before?.reason === refused.reason && before.message.startsWith(refused.message)) return undefined;
+  return refused;
+}
+
 /** Status from the observed children. Pure: the same input gives the same output. */
 export function computeStatus(input: StatusInput): AppStatus {
   const live = input.pods.filter((p) => !p.metadata?.deletionTimestamp);
@@ -64,11 +86,14 @@ export function computeStatus(input: StatusInput): AppStatus {
     (ds?.observedGeneration ?? 0) >= (input.deployment.metadata?.generation ?? 0) &&
     (ds?.updatedReplicas ?? 0) === input.size && replicas === input.size;
   const ready = rolledOut && readyReplicas >= input.size;
+  const refused = replicaFailureOf(input.deployment);
 
   const conditions: Omit<Condition, 'lastTransitionTime'>[] = [
     ready
       ? { type: 'Ready', status: 'True', reason: 'AllReplicasReady', message: `${readyReplicas}/${input.size} pods ready` }
-      : { type: 'Ready', status: 'False', reason: input.deployment ? 'ReplicasNotReady' : 'DeploymentMissing', message: `${readyReplicas}/${input.size} pods ready` },
+      : refused
+        ? { type: 'Ready', status: 'False', reason: refused.reason, message: `${refused.message} (${readyReplicas}/${input.size} pods ready)` }
+        : { type: 'Ready', status: 'False', reason: input.deployment ? 'ReplicasNotReady' : 'DeploymentMissing', message: `${readyReplicas}/${input.size} pods ready` },
     rolledOut
       ? { type: 'Progressing', status: 'False', reason: 'RolloutComplete', message: `Deployment has ${input.size} up-to-date replicas` }
       : { type: 'Progressing', status: 'True', reason: 'RollingOut', message: `Deployment has ${ds?.updatedReplicas ?? 0}/${input.size} up-to-date replicas` },

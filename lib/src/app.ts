@@ -153,7 +153,7 @@ export class ContainerApp extends Construct {
       // Not the path-derived cdk8s.io/metadata.addr selector: a Deployment selector is immutable.
       select: false,
       replicas,
-      securityContext: { ensureNonRoot: false },
+      securityContext: { ensureNonRoot: security.runAsNonRoot ?? false },
       containers: [{
         name: appName,
         image: props.image,
@@ -178,6 +178,9 @@ export class ContainerApp extends Construct {
     deploymentObject.addJsonPatch(JsonPatch.remove('/spec/template/metadata/labels/cdk8s.io~1metadata.addr'));
     // A TCP startup probe fails images that take over 30 s to listen; the app kind promises any image.
     deploymentObject.addJsonPatch(JsonPatch.remove('/spec/template/spec/containers/0/startupProbe'));
+    // cdk8s-plus-27 has no "ALL" capability and no seccomp field.
+    if (security.dropAllCapabilities) deploymentObject.addJsonPatch(JsonPatch.add('/spec/template/spec/containers/0/securityContext/capabilities', { drop: ['ALL'] }));
+    if (security.seccompRuntimeDefault) deploymentObject.addJsonPatch(JsonPatch.add('/spec/template/spec/securityContext/seccompProfile', { type: 'RuntimeDefault' }));
     // Quantities are passed through as written, so any cdk8s-plus version's values fit. The patch is
     // applied before KubeDeployment's typed serialization, which reads Quantity objects.
     const resources = toResources(props.resources);
@@ -221,6 +224,8 @@ function checkProps(path: string, props: ContainerAppProps, replicas: number): v
   if (!props.image || /\s/.test(props.image)) fail(`image "${props.image}" is empty or contains white space; give an image reference such as "nginx:1.27"`);
   if (!Number.isInteger(props.port) || props.port < 1 || props.port > 65535) fail(`port ${props.port} is not an integer from 1 to 65535`);
   if (!Number.isInteger(replicas) || replicas < 0) fail(`replicas ${replicas} is not a non-negative integer`);
+  const security = props.securityContext ?? {};
+  if (security.runAsNonRoot && security.runAsUser === 0) fail('securityContext.runAsNonRoot is set but runAsUser is 0 (root); give a non-zero UID or leave runAsUser unset');
   if (props.nodePort !== undefined && (!Number.isInteger(props.nodePort) || props.nodePort < 30000 || props.nodePort > 32767)) {
     fail(`nodePort ${props.nodePort} is outside 30000-32767; leave it unset to let the API server allocate one`);
   }

@@ -22,4 +22,29 @@ export interface AppKind {
    * @default 100
    */
   readonly maxSize?: number;
+  /**
+   * Images a CR may ask for in `spec.image`, besides the kind's own image: exact references, or
+   * prefixes ending in `*` such as `registry.example.com/*` or `takeyan/flask:*` (see ImagePolicy).
+   * The CRD refuses other images at admission and the operator refuses to apply them.
+   * @default none: CRs run the kind's image only
+   */
+  readonly allowedImages?: string[];
+  /**
+   * Run the pods as non-root with every capability dropped and seccomp `RuntimeDefault`, so they meet
+   * the "restricted" Pod Security Standard (the image must run as a non-root UID, or set `runAsUser`).
+   * CRs cannot change it.
+   * @default false: the pods meet "baseline" (root allowed, the runtime's capabilities and seccomp)
+   */
+  readonly runAsNonRoot?: boolean;
+  /**
+   * UID the container runs as. CRs cannot change it.
+   * @default the image's user
+   */
+  readonly runAsUser?: number;
+  /**
+   * Mount the container's root filesystem read-only (hardening; no Pod Security level depends on it).
+   * CRs cannot change it.
+   * @default false
+   */
+  readonly readOnlyRootFilesystem?: boolean;
 }

@@ -108,6 +108,12 @@ export interface OperatorBundleProps {
    * @default 20
    */
   readonly shutdownGraceSeconds?: number;
+  /**
+   * Render, for each kind, the ClusterRoles `<plural>.<group>-view` and `<plural>.<group>-edit`, labelled
+   * to aggregate into the built-in `view`, `edit` and `admin` roles, so admins grant CR authoring as usual.
+   * @default true
+   */
+  readonly authoringRoles?: boolean;
 }
 
 /** RBAC rule: exact verbs, never `*`. */
@@ -142,6 +148,25 @@ function reconcileRules(kinds: AppKind[]): Rule[] {
     // core/v1 Events, one create per new failure message.
     { apiGroups: [''], resources: ['events'], verbs: ['create'] },
   ];
+}
+
+/** Label keys by which the built-in `view`, `edit` and `admin` ClusterRoles aggregate other ClusterRoles. */
+const AGGREGATE_TO = (role: 'view' | 'edit' | 'admin') => `rbac.authorization.k8s.io/aggregate-to-${role}`;
+
+/**
+ * Rules of a kind's `-view` and `-edit` ClusterRoles, as Kubernetes grants its own kinds: view reads CRs
+ * and their status and scale; edit adds writing CRs and scaling them, never writing their status (the
+ * operator's). Neither reaches the Deployments, Services or pods the operator makes.
+ */
+function authoringRules(kind: AppKind): { view: Rule[]; edit: Rule[] } {
+  const apiGroups = [kind.group];
+  return {
+    view: [{ apiGroups, resources: [kind.plural, `${kind.plural}/status`, `${kind.plural}/scale`], verbs: ['get', 'list', 'watch'] }],
+    edit: [
+      { apiGroups, resources: [kind.plural], verbs: ['create', 'update', 'patch', 'delete', 'deletecollection'] },
+      { apiGroups, resources: [`${kind.plural}/scale`], verbs: ['update', 'patch'] },
+    ],
+  };
 }
 
 /** Rules for leader election on the one Lease: create cannot be limited by name, get/update can. */
@@ -200,6 +225,7 @@ export class OperatorBundle extends Construct {
     }
     this.serviceAccount = new k8s.KubeServiceAccount(this, 'ServiceAccount', { metadata: this.meta() });
     this.addRbac(props);
+    if (props.authoringRoles ?? true) for (const appKind of props.kinds) this.addAuthoringRoles(appKind);
     this.deployment = new k8s.KubeDeployment(this, 'Deployment', { metadata: this.meta(), spec: this.deploymentSpec(props) });
   }
 
@@ -224,6 +250,18 @@ export class OperatorBundle extends Construct {
     }
     for (const ns of watch) this.addRole(`Role-${ns}`, this.meta(ns), rules, subjects);
     this.addRole('LeaderElectionRole', this.meta(this.namespace, `${this.name}-leader-election`), leaseRules(this.name), subjects);
+  }
+
+  /** `-view` aggregates into view, edit and admin; `-edit` into edit and admin (edit includes view). */
+  private addAuthoringRoles(appKind: AppKind): void {
+    const rules = authoringRules(appKind);
+    const role = (suffix: 'view' | 'edit', aggregateTo: ('view' | 'edit' | 'admin')[]) => {
+      const labels = { 'app.kubernetes.io/part-of': 'cdk8s-appkind', ...Object.fromEntries(aggregateTo.map((r) => [AGGREGATE_TO(r), 'true'])) };
+      const name = `${AppKindCrd.nameOf(appKind)}-${suffix}`;
+      clusterScoped(new k8s.KubeClusterRole(this, `ClusterRole-${name}`, { metadata: { name, labels }, rules: rules[suffix] }));
+    };
+    role('view', ['view', 'edit', 'admin']);
+    role('edit', ['edit', 'admin']);
   }
 
   private addRole(id: string, metadata: k8s.ObjectMeta, rules: Rule[], subjects: k8s.Subject[]): void {

@@ -1,6 +1,7 @@
 import { k8s } from 'cdk8s-plus-27';
 import { Construct } from 'constructs';
 import { AppKind } from './appkind';
+import { ImagePolicy } from './imagepolicy';
 
 /** Props of an {@link AppKindCrd}. */
 export interface AppKindCrdProps {
@@ -20,6 +21,8 @@ export interface AppKindCrdProps {
 export class AppKindCrd extends Construct {
   /** Default largest `spec.size` (`AppKind.maxSize`). */
   public static readonly DEFAULT_MAX_SIZE = 100;
+  /** Longest `spec.image`: far above real references, and it bounds the cost of the image policy's CEL rule. */
+  public static readonly MAX_IMAGE_LENGTH = 512;
 
   /** Name of an app kind's CRD, `<plural>.<group>`. */
   public static nameOf(appKind: AppKind): string {
@@ -70,6 +73,19 @@ export class AppKindCrd extends Construct {
   }
 }
 
+/** `spec.image`, with the kind's image policy as a CEL rule the API server checks at admission. */
+function imageSchema(kind: AppKind): k8s.JsonSchemaProps {
+  const policy = new ImagePolicy(kind.image, kind.allowedImages);
+  const allowed = policy.allowsAny ? 'Any image is allowed.' : `Allowed: ${policy.patterns.join(', ')} (a trailing * is a prefix).`;
+  return {
+    type: 'string',
+    minLength: 1,
+    maxLength: AppKindCrd.MAX_IMAGE_LENGTH,
+    description: `Container image. ${allowed} Defaults to ${kind.image}.`,
+    xKubernetesValidations: policy.allowsAny ? undefined : [{ rule: policy.celRule(), message: policy.message() }],
+  };
+}
+
 function schema(kind: AppKind): k8s.JsonSchemaProps {
   const int = (description: string, minimum: number, maximum?: number): k8s.JsonSchemaProps =>
     ({ type: 'integer', format: 'int32', minimum, maximum, description });
@@ -85,7 +101,7 @@ function schema(kind: AppKind): k8s.JsonSchemaProps {
         default: {},
         properties: {
           size: { ...int('Number of pods (Deployment replicas).', 0, kind.maxSize ?? AppKindCrd.DEFAULT_MAX_SIZE), default: 1 },
-          image: { type: 'string', minLength: 1, description: `Container image. Defaults to ${kind.image}.` },
+          image: imageSchema(kind),
           port: int(`Container and Service port. Defaults to ${kind.port}.`, 1, 65535),
           nodePort: int('Fixed NodePort. Allocated by the API server when unset.', 30000, 32767),
         },

@@ -5,4 +5,5 @@ export * from './appkind';
 export * from './resources';
 export * from './app';
 export * from './crd';
+export * from './imagepolicy';
 export * from './bundle';

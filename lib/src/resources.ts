@@ -68,4 +68,15 @@ export interface ContainerSecurity {
    * @default false
    */
   readonly allowPrivilegeEscalation?: boolean;
+  /**
+   * Drop every Linux capability (`capabilities.drop: [ALL]`), as the "restricted" Pod Security Standard asks.
+   * @default false: the container runtime's default capabilities
+   */
+  readonly dropAllCapabilities?: boolean;
+  /**
+   * Give the pod the container runtime's default seccomp profile (`RuntimeDefault`), as the
+   * "restricted" Pod Security Standard asks.
+   * @default false: no profile set (the kubelet's default, usually Unconfined)
+   */
+  readonly seccompRuntimeDefault?: boolean;
 }

@@ -59,6 +59,8 @@ describe.each([
   test('a CR with size 3 gets a Deployment of 3, a NodePort Service, and its pod names in status.nodes', async () => {
     await rest.apply({ ...cr(), spec: { size: 3 } }, 'test-user');
     await eventually('Deployment with 3 replicas', async () => (await get<Deployment>(deployment()))?.spec.replicas === 3);
+    // The operator applies the Service right after the Deployment, one request later.
+    await eventually('Service', async () => !!(await get<Service>(service())));
     const svc = (await get<Service>(service()))!;
     expect(svc.spec.type).toBe('NodePort');
     expect(svc.spec.ports[0]!.port).toBe(kind.port);

@@ -48,6 +48,20 @@ describe('ContainerApp', () => {
     expect(objs).toMatchSnapshot();
   });
 
+  test('dropAllCapabilities and seccompRuntimeDefault with runAsNonRoot render what the "restricted" Pod Security Standard asks', () => {
+    const security = { runAsNonRoot: true, runAsUser: 101, readOnlyRootFilesystem: true, dropAllCapabilities: true, seccompRuntimeDefault: true };
+    const d = deploymentOf(synth((c) => new ContainerApp(c, 'app', { image: 'nginx', port: 80, securityContext: security })));
+    expect(containerOf(d).securityContext).toEqual({
+      runAsNonRoot: true, runAsUser: 101, readOnlyRootFilesystem: true, privileged: false, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] },
+    });
+    expect(templateOf(d).spec.securityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
+    // Without them nothing of "restricted" is added: capabilities and seccomp stay the runtime's.
+    const plain = deploymentOf(synth((c) => new ContainerApp(c, 'app', { image: 'nginx', port: 80, securityContext: { runAsUser: 101 } })));
+    expect(containerOf(plain).securityContext).toEqual({ runAsNonRoot: false, runAsUser: 101, readOnlyRootFilesystem: false, privileged: false, allowPrivilegeEscalation: false });
+    expect(templateOf(plain).spec.securityContext?.seccompProfile).toBeUndefined();
+    expect(() => synth((c) => new ContainerApp(c, 'app', { image: 'nginx', port: 80, securityContext: { runAsNonRoot: true, runAsUser: 0 } }))).toThrow(/runAsNonRoot is set but runAsUser is 0/);
+  });
+
   test('defaults fit an arbitrary image: root allowed, writable root fs, no requests, IfNotPresent, no startup probe', () => {
     const d = deploymentOf(synth((c) => new ContainerApp(c, 'app', { image: 'nginx', port: 80 })));
     const c = containerOf(d);

@@ -76,6 +76,9 @@ const LEASE_RULES = [
   { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: ['appkind-operator'], verbs: ['get', 'update'] },
 ];
 
+/** The operator's own ClusterRole(s), not the CR authoring roles the bundle renders for admins. */
+const operatorClusterRoles = (objs: Manifest[]) => only(objs, 'ClusterRole').filter((r) => r.metadata.name === 'appkind-operator');
+
 describe('OperatorBundle', () => {
   it('matches the snapshot of the default bundle (CRDs aside: lib/src/crd.ts has its own tests)', () => {
     expect(synth().filter((o) => o.kind !== 'CustomResourceDefinition')).toMatchSnapshot();
@@ -105,7 +108,8 @@ describe('OperatorBundle', () => {
 
   it('grants exactly the verbs the reconciler uses, cluster-wide when watching all namespaces', () => {
     const objs = synth();
-    const clusterRole = one(objs, 'ClusterRole');
+    const clusterRole = operatorClusterRoles(objs)[0]!;
+    expect(operatorClusterRoles(objs)).toHaveLength(1);
     expect(clusterRole.metadata.namespace).toBeUndefined();
     expect(clusterRole.rules).toEqual(RECONCILE_RULES);
     expect(one(objs, 'ClusterRoleBinding')).toMatchObject({
@@ -121,7 +125,7 @@ describe('OperatorBundle', () => {
 
   it('never grants a wildcard, secrets, or anything beyond the listed resources', () => {
     for (const objs of [synth(), synth({ watchNamespaces: ['team-a'] })]) {
-      const rules = [...only(objs, 'ClusterRole'), ...only(objs, 'Role')].flatMap((r) => r.rules ?? []);
+      const rules = [...operatorClusterRoles(objs), ...only(objs, 'Role')].flatMap((r) => r.rules ?? []);
       const text = JSON.stringify(rules);
       expect(text).not.toContain('*');
       expect(text).not.toContain('secrets');
@@ -134,7 +138,7 @@ describe('OperatorBundle', () => {
 
   it('uses a Role and RoleBinding per watched namespace and no ClusterRole otherwise', () => {
     const objs = synth({ watchNamespaces: ['team-a', 'team-b'] });
-    expect(only(objs, 'ClusterRole')).toHaveLength(0);
+    expect(operatorClusterRoles(objs)).toHaveLength(0);
     expect(only(objs, 'ClusterRoleBinding')).toHaveLength(0);
     const roles = only(objs, 'Role');
     const byNs = (ns: string) => roles.find((r) => r.metadata.namespace === ns && r.metadata.name === 'appkind-operator');
@@ -149,6 +153,37 @@ describe('OperatorBundle', () => {
     ]);
     for (const b of bindings) expect(b.subjects).toEqual([{ kind: 'ServiceAccount', name: 'appkind-operator', namespace: 'appkind-system' }]);
     expect(envOf(objs).WATCH_NAMESPACE).toBe('team-a,team-b');
+  });
+
+  it('renders -view and -edit ClusterRoles per kind that aggregate into view, edit and admin', () => {
+    const objs = synth();
+    const authoring = only(objs, 'ClusterRole').filter((r) => r.metadata.name !== 'appkind-operator');
+    expect(authoring.map((r) => r.metadata.name).sort()).toEqual([
+      'echoflasks.swallowlab.com-edit', 'echoflasks.swallowlab.com-view', 'takaras.maho.takara.org-edit', 'takaras.maho.takara.org-view',
+    ]);
+    const byName = (name: string) => authoring.find((r) => r.metadata.name === name)!;
+    expect(byName('echoflasks.swallowlab.com-view').metadata.labels).toEqual({
+      'app.kubernetes.io/part-of': 'cdk8s-appkind',
+      'rbac.authorization.k8s.io/aggregate-to-view': 'true',
+      'rbac.authorization.k8s.io/aggregate-to-edit': 'true',
+      'rbac.authorization.k8s.io/aggregate-to-admin': 'true',
+    });
+    expect(byName('echoflasks.swallowlab.com-edit').metadata.labels).toEqual({
+      'app.kubernetes.io/part-of': 'cdk8s-appkind',
+      'rbac.authorization.k8s.io/aggregate-to-edit': 'true',
+      'rbac.authorization.k8s.io/aggregate-to-admin': 'true',
+    });
+    expect(byName('echoflasks.swallowlab.com-view').rules).toEqual([
+      { apiGroups: ['swallowlab.com'], resources: ['echoflasks', 'echoflasks/status', 'echoflasks/scale'], verbs: ['get', 'list', 'watch'] },
+    ]);
+    expect(byName('echoflasks.swallowlab.com-edit').rules).toEqual([
+      { apiGroups: ['swallowlab.com'], resources: ['echoflasks'], verbs: ['create', 'update', 'patch', 'delete', 'deletecollection'] },
+      { apiGroups: ['swallowlab.com'], resources: ['echoflasks/scale'], verbs: ['update', 'patch'] },
+    ]);
+    // CR authors get the CRs only: no status writes, no children, no Secrets or ConfigMaps.
+    const text = JSON.stringify(authoring.flatMap((r) => r.rules));
+    for (const word of ['*', 'deployments', 'services', 'pods', 'secrets', 'configmaps']) expect(text).not.toContain(word);
+    expect(only(synth({ authoringRoles: false }), 'ClusterRole').map((r) => r.metadata.name)).toEqual(['appkind-operator']);
   });
 
   it('runs the operator non-root with a read-only root filesystem, no privilege escalation and no capabilities', () => {

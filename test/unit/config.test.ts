@@ -24,6 +24,36 @@ describe('kind configuration', () => {
     });
   });
 
+  test('ALLOWED_IMAGES (comma-separated) and allowedImages in a file give the kind its image patterns', () => {
+    expect(kindFromEnv({ ...WALKTHROUGH, ALLOWED_IMAGES: 'registry.example.com/*, takeyan/flask:*' })?.allowedImages).toEqual(['registry.example.com/*', 'takeyan/flask:*']);
+    expect(kindFromEnv(WALKTHROUGH)).not.toHaveProperty('allowedImages');
+    const file = writeTemp('kinds.yaml', 'kinds:\n  - {group: a.example.com, version: v1, kind: A, image: "a:1", port: 80, allowedImages: ["a:*"]}\n');
+    expect(kindsFromFile(file)[0]!.allowedImages).toEqual(['a:*']);
+  });
+
+  test.each([
+    [{ ALLOWED_IMAGES: 'reg*/x' }, /environment: ALLOWED_IMAGES has the pattern "reg\*\/x" has a "\*" before its end/],
+    [{ ALLOWED_IMAGES: "x'y" }, /ALLOWED_IMAGES has the pattern "x'y" has characters an image reference cannot have/],
+  ])('a bad image pattern names the variable: %j', (extra, message) => {
+    expect(() => kindFromEnv({ ...WALKTHROUGH, ...extra })).toThrow(message);
+  });
+
+  test('allowedImages that is not a list of strings is refused', () => {
+    const file = writeTemp('kinds.yaml', 'kinds:\n  - {group: a.example.com, version: v1, kind: A, image: "a:1", port: 80, allowedImages: [1]}\n');
+    expect(() => kindsFromFile(file)).toThrow(/kinds\[0\]: allowedImages must be a list of image patterns/);
+  });
+
+  test('pod security settings come from RUN_AS_NON_ROOT, RUN_AS_USER, READ_ONLY_ROOT_FILESYSTEM or the file', () => {
+    expect(kindFromEnv({ ...WALKTHROUGH, RUN_AS_NON_ROOT: 'true', RUN_AS_USER: '1000', READ_ONLY_ROOT_FILESYSTEM: 'false' })).toMatchObject({
+      runAsNonRoot: true, runAsUser: 1000, readOnlyRootFilesystem: false,
+    });
+    const file = writeTemp('kinds.yaml', 'kinds:\n  - {group: a.example.com, version: v1, kind: A, image: "a:1", port: 80, runAsNonRoot: true, runAsUser: 65532, readOnlyRootFilesystem: true}\n');
+    expect(kindsFromFile(file)[0]).toMatchObject({ runAsNonRoot: true, runAsUser: 65532, readOnlyRootFilesystem: true });
+    expect(() => kindFromEnv({ ...WALKTHROUGH, RUN_AS_NON_ROOT: 'yes please' })).toThrow(/environment: RUN_AS_NON_ROOT is "yes please", not true or false/);
+    expect(() => kindFromEnv({ ...WALKTHROUGH, RUN_AS_NON_ROOT: 'true', RUN_AS_USER: '0' })).toThrow(/RUN_AS_USER is 0 \(root\) while RUN_AS_NON_ROOT is true/);
+    expect(() => kindFromEnv({ ...WALKTHROUGH, RUN_AS_USER: '-1' })).toThrow(/RUN_AS_USER is "-1", not an integer from 0 to 2147483647/);
+  });
+
   test('nothing configured means the sample kind', () => {
     expect(loadAppKinds({})).toEqual([SAMPLE_KIND]);
   });

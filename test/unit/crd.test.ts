@@ -56,6 +56,20 @@ describe('AppKindCrd', () => {
     expect(spec.nodePort).toMatchObject({ type: 'integer', minimum: 30000, maximum: 32767 });
   });
 
+  test('spec.image carries the kind\'s image policy as a CEL rule naming the allowed images', () => {
+    expect(spec.image).toMatchObject({ maxLength: 512 });
+    expect(spec.image!['x-kubernetes-validations']).toEqual([
+      { rule: "self == 'takeyan/flask:0.0.3'", message: 'spec.image is not allowed for this kind; allowed images: takeyan/flask:0.0.3' },
+    ]);
+    const wider = crdOf({ ...SAMPLE_KIND, allowedImages: ['registry.example.com/*'] }).spec.versions[0]!.schema.openAPIV3Schema.properties!.spec!.properties!.image!;
+    expect(wider['x-kubernetes-validations']).toEqual([{
+      rule: "self == 'takeyan/flask:0.0.3' || self.startsWith('registry.example.com/')",
+      message: 'spec.image is not allowed for this kind; allowed images: takeyan/flask:0.0.3, registry.example.com/*',
+    }]);
+    const any = crdOf({ ...SAMPLE_KIND, allowedImages: ['*'] }).spec.versions[0]!.schema.openAPIV3Schema.properties!.spec!.properties!.image!;
+    expect(any['x-kubernetes-validations']).toBeUndefined();
+  });
+
   test('the size maximum is per kind', () => {
     const small = crdOf({ ...SAMPLE_KIND, maxSize: 7 });
     expect(small.spec.versions[0]!.schema.openAPIV3Schema.properties!.spec!.properties!.size!.maximum).toBe(7);

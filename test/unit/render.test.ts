@@ -28,6 +28,16 @@ describe('render', () => {
     expect(service!.spec.ports).toEqual([{ name: 'http', port: 8080, targetPort: 8080, nodePort: 31000 }]);
   });
 
+  test('pod security comes from the kind; fields a CR adds for it are ignored (the API server prunes them anyway)', () => {
+    const kind = { ...SAMPLE_KIND, runAsNonRoot: true, runAsUser: 1000, readOnlyRootFilesystem: true };
+    const sneaky = { size: 1, securityContext: { runAsUser: 0, privileged: true }, runAsNonRoot: false } as AppResource['spec'];
+    const [deployment] = render(kind, cr(sneaky)) as unknown as { spec: { template: { spec: { securityContext: unknown; containers: { securityContext: unknown }[] } } } }[];
+    expect(deployment!.spec.template.spec.containers[0]!.securityContext).toEqual({
+      runAsNonRoot: true, runAsUser: 1000, readOnlyRootFilesystem: true, privileged: false, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] },
+    });
+    expect(deployment!.spec.template.spec.securityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
+  });
+
   test('a CR without spec gets one pod; a missing namespace stays unset', () => {
     const [deployment] = asList(render(SAMPLE_KIND, { ...sampleResource(SAMPLE_KIND), spec: undefined }));
     expect(deployment!.spec.replicas).toBe(1);

@@ -25,6 +25,18 @@ describe('StatusPacer', () => {
     expect(urgent(first, status({ deployment: deployment(3, 0), failure: { reason: 'ApplyFailed', message: 'no' }, previous: first }))).toBe(true);
   });
 
+  it('treats a new refusal reason as news, the ordinary rollout reasons not', () => {
+    const missing = status({});
+    expect(missing.conditions.find((c) => c.type === 'Ready')!.reason).toBe('DeploymentMissing');
+    const fresh: V1Deployment = { metadata: { name: 'a-deployment', generation: 1 }, status: { observedGeneration: 1 } };
+    expect(urgent(missing, status({ deployment: fresh, previous: missing }))).toBe(false);
+    const refusedDeployment: V1Deployment = {
+      ...deployment(3, 0),
+      status: { ...deployment(3, 0).status, conditions: [{ type: 'ReplicaFailure', status: 'True', reason: 'FailedCreate', message: 'pods "a" is forbidden' }] },
+    };
+    expect(urgent(first, status({ deployment: refusedDeployment, previous: first }))).toBe(true);
+  });
+
   it('holds pod-count changes back until the interval since the last write has passed', () => {
     let now = 1_000;
     const pacer = new StatusPacer(10_000, () => now);

@@ -1,6 +1,6 @@
 import { describe, expect, test } from '@jest/globals';
 import { V1Deployment, V1Pod, V1Service } from '@kubernetes/client-node';
-import { computeStatus, selectorString, statusEqual, StatusInput } from '../../operator/status.js';
+import { computeStatus, podsRefusedEvent, replicaFailureOf, selectorString, statusEqual, StatusInput } from '../../operator/status.js';
 
 const labels = { 'app.kubernetes.io/name': 'echoflask', 'app.kubernetes.io/instance': 'example-echoflask', 'app.kubernetes.io/managed-by': 'cdk8s-appkind' };
 const pod = (name: string, ready: boolean, deleting = false): V1Pod => ({
@@ -25,6 +25,25 @@ describe('computeStatus', () => {
     expect(condition(status, 'Progressing')).toMatchObject({ status: 'False', reason: 'RolloutComplete' });
     expect(condition(status, 'Degraded')).toMatchObject({ status: 'False', reason: 'ReconcileSucceeded' });
     expect(status.conditions.every((c) => c.lastTransitionTime === '2026-12-02T10:00:00Z')).toBe(true);
+  });
+
+  test('pods the ReplicaSet cannot create: Ready carries the refusal the Deployment controller copied', () => {
+    const refusal = 'pods "example-echoflask-deployment-6b474476c4-" is forbidden: exceeded quota: pods, requested: pods=1, used: pods=1, limited: pods=1';
+    const refusedDeployment: V1Deployment = {
+      ...deployment(1, 1, 1),
+      status: { ...deployment(1, 1, 1).status, conditions: [{ type: 'ReplicaFailure', status: 'True', reason: 'FailedCreate', message: refusal }] },
+    };
+    expect(replicaFailureOf(refusedDeployment)).toEqual({ reason: 'FailedCreate', message: refusal });
+    const status = computeStatus({ ...base, deployment: refusedDeployment, pods: [pod('a', true)] });
+    expect(condition(status, 'Ready')).toMatchObject({ status: 'False', reason: 'FailedCreate', message: `${refusal} (1/3 pods ready)` });
+    // A Warning Event once per new refusal, not again for the same refusal with other counts.
+    expect(podsRefusedEvent(undefined, status, replicaFailureOf(refusedDeployment))).toEqual({ reason: 'FailedCreate', message: refusal });
+    const later = computeStatus({ ...base, deployment: { ...refusedDeployment, status: { ...refusedDeployment.status, readyReplicas: 0 } } });
+    expect(condition(later, 'Ready').message).toBe(`${refusal} (0/3 pods ready)`);
+    expect(podsRefusedEvent(status, later, replicaFailureOf(refusedDeployment))).toBeUndefined();
+    // Once the condition is gone (quota raised), Ready is the usual count again.
+    expect(replicaFailureOf(deployment(3, 3))).toBeUndefined();
+    expect(condition(computeStatus({ ...base, deployment: deployment(3, 2) }), 'Ready').reason).toBe('ReplicasNotReady');
   });
 
   test('terminating pods are not listed', () => {

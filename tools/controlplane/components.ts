@@ -93,6 +93,10 @@ export const CONTROLLERS = [
   'endpointslice-controller',
   // Fills the aggregated ClusterRoles (admin, edit, view) that RoleBindings commonly point at.
   'clusterrole-aggregation-controller',
+  // Computes each ResourceQuota's status (hard and used). The API server's ResourceQuota admission
+  // plugin (on by default) refuses requests over a quota only once that status exists; without this
+  // controller a quota of `pods: 1` admits every pod.
+  'resourcequota-controller',
 ];
 
 export function controllerManagerArgs(kubeconfig: string, serviceAccountPrivateKey: string, caFile: string): string[] {

@@ -1,0 +1,61 @@
+// Pods the API server refuses to create are visible on the CR: a ResourceQuota of `pods: 1` really
+// refuses the 2nd and 3rd pod of a size-3 CR (the resourcequota controller runs), and the CR's Ready
+// condition and a Warning Event carry the API server's reason and message.
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import { SAMPLE_KIND } from '../../operator/config.js';
+import { RestClient } from '../../operator/rest.js';
+import { createTestNamespace, eventually, sharedCluster } from './cluster.js';
+import { installCrds, installOperatorIdentity, OperatorProcess } from './operator-process.js';
+
+type Condition = { type: string; status: string; reason: string; message: string };
+type Resource = KubernetesObject & { status?: { conditions?: Condition[] } };
+type Quota = KubernetesObject & { status?: { hard?: Record<string, string>; used?: Record<string, string> } };
+type Event = KubernetesObject & { reason: string; message: string; type: string; involvedObject: { name: string; kind: string } };
+
+const kind = SAMPLE_KIND;
+let kc: KubeConfig;
+let rest: RestClient;
+let ns: string;
+let operator: OperatorProcess;
+
+const crRef = (name: string): KubernetesObject => ({ apiVersion: `${kind.group}/${kind.version}`, kind: kind.kind, metadata: { name, namespace: ns } });
+const ready = async (name: string) => (await rest.get<Resource>(crRef(name)))?.status?.conditions?.find((c) => c.type === 'Ready');
+const pods = async () => (await rest.list<KubernetesObject>('v1', 'Pod', ns)).items.filter((p) => !p.metadata?.deletionTimestamp);
+
+beforeAll(async () => {
+  kc = sharedCluster().kubeConfig;
+  rest = new RestClient(kc);
+  ns = await createTestNamespace(kc, 'refusals');
+  await installCrds(kc, [kind]);
+  await installOperatorIdentity(kc, [kind], ns);
+  operator = await OperatorProcess.start(ns, {});
+});
+
+afterAll(async () => {
+  expect(await operator?.stop('SIGTERM')).toBe(0);
+});
+
+describe('a ResourceQuota refuses pods', () => {
+  test('quota pods: 1 lets one pod of a size-3 CR run; Ready and a Warning Event say why', async () => {
+    await rest.apply({ apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'pods', namespace: ns }, spec: { hard: { pods: '1' } } }, 'admin');
+    // The resourcequota controller fills in status.hard; only then does admission enforce the quota.
+    await eventually('quota status computed', async () =>
+      (await rest.get<Quota>({ apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'pods', namespace: ns } }))?.status?.hard?.pods === '1');
+
+    await rest.apply({ ...crRef('quota'), spec: { size: 3 } }, 'cr-author');
+    await eventually('Ready names the quota refusal', async () => {
+      const c = await ready('quota');
+      return c?.status === 'False' && c.reason === 'FailedCreate' && c.message.includes('exceeded quota');
+    }, 90_000);
+    const c = (await ready('quota'))!;
+    expect(c.message).toMatch(/^pods ".*" is forbidden: exceeded quota: pods, requested: pods=1, used: pods=1, limited: pods=1 \(\d\/3 pods ready\)$/);
+    expect(await pods()).toHaveLength(1);
+
+    await eventually('a Warning Event on the CR with the refusal', async () =>
+      (await rest.list<Event>('v1', 'Event', ns)).items.some((e) =>
+        e.involvedObject.kind === kind.kind && e.involvedObject.name === 'quota' && e.type === 'Warning' && e.reason === 'FailedCreate' && e.message.includes('exceeded quota')));
+    // Still one pod: the quota is enforced, not just reported.
+    expect(await pods()).toHaveLength(1);
+  });
+});
