@@ -1,6 +1,7 @@
 // Pods the API server refuses to create are visible on the CR: a ResourceQuota of `pods: 1` really
-// refuses the 2nd and 3rd pod of a size-3 CR (the resourcequota controller runs), and the CR's Ready
-// condition and a Warning Event carry the API server's reason and message.
+// refuses the 2nd and 3rd pod of a size-3 CR (the resourcequota controller runs), a LimitRange refuses
+// a pod below its minimum, and the CR's Ready condition and a Warning Event carry the API server's
+// reason and message.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { SAMPLE_KIND } from '../../operator/config.js';
@@ -57,5 +58,26 @@ describe('a ResourceQuota refuses pods', () => {
         e.involvedObject.kind === kind.kind && e.involvedObject.name === 'quota' && e.type === 'Warning' && e.reason === 'FailedCreate' && e.message.includes('exceeded quota')));
     // Still one pod: the quota is enforced, not just reported.
     expect(await pods()).toHaveLength(1);
+  });
+});
+
+describe('a LimitRange refuses pods', () => {
+  test('a per-pod maximum the rendered pod (no limits) does not meet: Ready names the LimitRange refusal', async () => {
+    // Only this test's refusal: the quota of the previous test goes.
+    await rest.delete({ apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'pods', namespace: ns } });
+    await rest.apply({
+      // Per Pod, not per Container: a Container max would also become the container's default limit.
+      apiVersion: 'v1', kind: 'LimitRange', metadata: { name: 'max-memory', namespace: ns },
+      spec: { limits: [{ type: 'Pod', max: { memory: '64Mi' } }] },
+    }, 'admin');
+    await rest.apply({ ...crRef('small'), spec: { size: 1 } }, 'cr-author');
+    await eventually('Ready names the LimitRange refusal', async () => {
+      const c = await ready('small');
+      return c?.status === 'False' && c.reason === 'FailedCreate' && c.message.includes('maximum memory usage per Pod is 64Mi');
+    }, 90_000);
+    expect((await pods()).filter((p) => p.metadata?.labels?.['app.kubernetes.io/instance'] === 'small')).toHaveLength(0);
+    await eventually('a Warning Event on the CR', async () =>
+      (await rest.list<Event>('v1', 'Event', ns)).items.some((e) =>
+        e.involvedObject.name === 'small' && e.type === 'Warning' && e.reason === 'FailedCreate' && e.message.includes('maximum memory usage')));
   });
 });
