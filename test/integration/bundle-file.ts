@@ -1,0 +1,48 @@
+// The operator install bundle exactly as a user gets it: `npx cdk8s synth` writes
+// appkind-operator.k8s.yaml, and tests read the operator's pod from that file (not from a second copy
+// of its settings).
+import type { KubernetesObject, V1Container, V1Deployment, V1PodSpec } from '@kubernetes/client-node';
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { parseAllDocuments } from 'yaml';
+
+const run = promisify(execFile);
+const root = join(import.meta.dirname, '..', '..');
+
+/** The bundle's file name in the synth output folder. */
+export const BUNDLE_FILE = 'appkind-operator.k8s.yaml';
+
+/** Settings `cdk8s synth` reads from the environment; left out so the defaults a user gets apply. */
+const SYNTH_SETTINGS = ['GROUPNAME', 'VERSION', 'CRKIND', 'IMAGENAME', 'CLUSTERPORT', 'APPNAME', 'APPKIND_CONFIG', 'APPKIND_KINDS', 'OPERATOR_IMAGE', 'OPERATOR_NAMESPACE', 'WATCH_NAMESPACE'];
+
+/** `npx cdk8s synth` as a user runs it, into `out`; returns the bundle file's path. */
+export async function synthBundle(out: string): Promise<string> {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !SYNTH_SETTINGS.includes(k)));
+  await run('npx', ['cdk8s', 'synth', '--check-upgrade=false', '--output', out], { cwd: root, env });
+  return join(out, BUNDLE_FILE);
+}
+
+/** Every object of a synthesized bundle file, in file order. */
+export function readBundle(file: string): KubernetesObject[] {
+  return parseAllDocuments(readFileSync(file, 'utf8')).map((d) => d.toJS() as KubernetesObject);
+}
+
+/** The operator's pod as the bundle's Deployment defines it. */
+export interface OperatorPod {
+  readonly deployment: V1Deployment;
+  readonly namespace: string;
+  readonly spec: V1PodSpec;
+  /** The operator container (the pod's only one). */
+  readonly container: V1Container;
+}
+
+export function operatorPod(bundle: KubernetesObject[]): OperatorPod {
+  const deployments = bundle.filter((o): o is V1Deployment => o.kind === 'Deployment' && o.apiVersion === 'apps/v1');
+  if (deployments.length !== 1) throw new Error(`the bundle has ${deployments.length} Deployments; expected the operator's only`);
+  const deployment = deployments[0]!;
+  const spec = deployment.spec?.template.spec;
+  if (!spec || spec.containers.length !== 1) throw new Error('the operator Deployment has no pod spec with exactly one container');
+  return { deployment, namespace: deployment.metadata!.namespace!, spec, container: spec.containers[0]! };
+}
