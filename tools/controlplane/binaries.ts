@@ -97,14 +97,17 @@ function noBinariesMessage(cache: string): string {
   ].join('\n');
 }
 
-/** Runs build.sh (its stderr goes to `log`); the last stdout line is the cache folder. */
-function runBuild(log: (line: string) => void): Promise<string> {
+/**
+ * Runs build.sh; the last stdout line is the cache folder. On a terminal its stderr goes straight to
+ * it, so the progress bar works; otherwise each stderr line goes to `log` (a line every ~15 s).
+ */
+function runBuild(log: (line: string) => void, tty: boolean, env: NodeJS.ProcessEnv): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn('bash', [buildScript], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('bash', [buildScript], { env, stdio: ['ignore', 'pipe', tty ? 'inherit' : 'pipe'] });
     let stdout = '';
     let stderrTail = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => {
+    child.stdout?.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr?.on('data', (chunk: Buffer) => {
       const text = chunk.toString();
       stderrTail = (stderrTail + text).slice(-4000);
       for (const line of text.split('\n')) if (line.trim()) log(line);
@@ -113,7 +116,7 @@ function runBuild(log: (line: string) => void): Promise<string> {
     child.on('close', (code) => {
       const lines = stdout.trim().split('\n');
       if (code === 0 && lines.length > 0) resolve(lines[lines.length - 1].trim());
-      else reject(new Error(`controlplane: ${buildScript} failed (exit ${code}):\n${stderrTail}`));
+      else reject(new Error(`controlplane: ${buildScript} failed (exit ${code})${tty ? ' (its output is above)' : `:\n${stderrTail}`}`));
     });
   });
 }
@@ -121,6 +124,8 @@ function runBuild(log: (line: string) => void): Promise<string> {
 export interface ResolveOptions {
   env?: NodeJS.ProcessEnv;
   log?: (line: string) => void;
+  /** Let a build write straight to this process's stderr (default: when that is a terminal). */
+  tty?: boolean;
 }
 
 export async function resolveBinaries(opts: ResolveOptions = {}): Promise<Binaries> {
@@ -132,7 +137,7 @@ export async function resolveBinaries(opts: ResolveOptions = {}): Promise<Binari
   const cached = cacheComplete(cache) ? collect(lookupIn(cache, env), cache) : undefined;
   if (cached) return cached;
   if (!hasGo()) throw new Error(noBinariesMessage(cache));
-  const built = await runBuild(log);
+  const built = await runBuild(log, opts.tty ?? process.stderr.isTTY === true, env);
   const result = collect(lookupIn(built, env), built);
   if (!result) throw new Error(`controlplane: build.sh finished but ${built} lacks ${REQUIRED_BINARIES.join(', ')}`);
   return result;

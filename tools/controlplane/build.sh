@@ -3,9 +3,47 @@
 # prints that folder on the last line of stdout. Reuses the cache when every binary is already there.
 #   etcd kube-apiserver kube-controller-manager   required
 #   kube-scheduler kwok                           optional (pods stay Pending without them)
+# `build.sh --print-cache-dir` only prints the folder (binaries.ts computes the same; a unit test
+# compares the two).
+#
+# One `go build` builds the four binaries of the k8s module together, so one binary's link overlaps
+# the others' compiles and shared packages are compiled once; kwok's modules download meanwhile.
+# `-s -w` drops the symbol table and DWARF (panics still print function names and lines).
+# `go build -v` names every package it compiles; build-progress-cli.ts counts them against the
+# plan from `go list -deps` and shows a bar on a terminal, a line every 15 s otherwise.
+# A lock (flock on <cache>/.lock) makes a second concurrent run wait for the first and reuse its result.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -mod=mod -trimpath"
+
+# The key covers everything that shapes the binaries, this script (its flags) included; binaries.ts
+# computes the same key to find the cache without Go.
+key="$(cat "$here/k8s/go.sum" "$here/kwok/go.sum" "$here/k8s/cmd/etcd/main.go" "$here/build.sh" | sha256sum | cut -c1-12)"
+k8s_version="$(awk '/k8s.io\/kubernetes v/ {print $2; exit}' "$here/k8s/go.mod")"
+cache="${APPKIND_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/appkind}/controlplane/${k8s_version}-${key}"
+if [ "${1:-}" = "--print-cache-dir" ]; then echo "$cache"; exit 0; fi
+
+all_there() { # all_there <name>...: every named binary is in the cache
+  local name
+  for name in "$@"; do [ -x "$cache/$name" ] || return 1; done
+}
+mkdir -p "$cache"
+if [ -e "$cache/.complete" ] && all_there etcd kube-apiserver kube-controller-manager; then echo "$cache"; exit 0; fi
+
+# Held until this script exits (fd 9; children get it closed). A waiter then finds .complete.
+if command -v flock >/dev/null 2>&1; then
+  exec 9<>"$cache/.lock"
+  if ! flock -n 9; then
+    echo "controlplane: another build of $cache is in progress (pid $(cat "$cache/.lock" 2>/dev/null || echo '?')); waiting" >&2
+    flock 9
+    if [ -e "$cache/.complete" ] && all_there etcd kube-apiserver kube-controller-manager; then
+      echo "controlplane: the other build finished; reusing $cache" >&2
+      echo "$cache"
+      exit 0
+    fi
+  fi
+  echo "$$" >"$cache/.lock"
+fi
 
 if ! command -v go >/dev/null 2>&1; then
   echo "controlplane: no Go toolchain found and no prebuilt binaries given." >&2
@@ -14,41 +52,57 @@ if ! command -v go >/dev/null 2>&1; then
   exit 3
 fi
 
-# The key covers everything that shapes the binaries, this script (its flags) included; binaries.ts
-# computes the same key to find the cache without Go.
-key="$(cat "$here/k8s/go.sum" "$here/kwok/go.sum" "$here/k8s/cmd/etcd/main.go" "$here/build.sh" | sha256sum | cut -c1-12)"
-k8s_version="$(awk '/k8s.io\/kubernetes v/ {print $2; exit}' "$here/k8s/go.mod")"
 k8s_minor="$(echo "$k8s_version" | cut -d. -f2)"
 # A plain `go build` reports v0.0.0-master+$Format:%H$, which kubectl cannot parse; stamp the real
-# version as the upstream release build does (hack/lib/version.sh).
-k8s_ldflags=""
+# version as the upstream release build does (hack/lib/version.sh). etcd links neither package, so
+# the stamps do not touch it.
+k8s_ldflags="-s -w"
 for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   k8s_ldflags+=" -X $pkg.gitVersion=$k8s_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$k8s_minor -X $pkg.gitTreeState=clean"
 done
-cache="${APPKIND_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/appkind}/controlplane/${k8s_version}-${key}"
-mkdir -p "$cache"
 
-build() { # build <name> <module dir> <package> [ldflags]
-  local name="$1" dir="$2" pkg="$3" ldflags="${4:-}" start tmp
-  if [ -x "$cache/$name" ]; then return 0; fi
-  start=$(date +%s)
-  tmp="$cache/.$name.tmp.$$"
-  echo "controlplane: building $name from $pkg (first run only; cached in $cache)" >&2
-  if (cd "$here/$dir" && go build -ldflags="$ldflags" -o "$tmp" "$pkg") >&2; then
-    mv -f "$tmp" "$cache/$name"
-    echo "controlplane: built $name in $(( $(date +%s) - start ))s" >&2
-  else
-    rm -f "$tmp"
-    return 1
-  fi
+# The progress filter needs the repo's node_modules (tsx, cli-progress); without them go's own -v
+# output (one package per line) is shown as it is.
+tsx="$here/../../node_modules/.bin/tsx"
+progress() { # progress <plan file> <label>: reads `go build -v` output on stdin, writes stderr only
+  if [ -x "$tsx" ]; then "$tsx" "$here/build-progress-cli.ts" "$1" "$2" >&2; else cat >&2; fi
 }
 
+tmp="$cache/.tmp.$$"
+trap 'rm -rf "$tmp"' EXIT
 total_start=$(date +%s)
-build etcd k8s ./cmd/etcd
-build kube-apiserver k8s k8s.io/kubernetes/cmd/kube-apiserver "$k8s_ldflags"
-build kube-controller-manager k8s k8s.io/kubernetes/cmd/kube-controller-manager "$k8s_ldflags"
-build kube-scheduler k8s k8s.io/kubernetes/cmd/kube-scheduler "$k8s_ldflags" || echo "controlplane: kube-scheduler did not build; pods will stay Pending" >&2
-build kwok kwok sigs.k8s.io/kwok/cmd/kwok || echo "controlplane: kwok did not build; pods will stay Pending" >&2
+
+build() { # build <module dir> <ldflags> <name>=<package>...: builds the missing ones with one `go build`
+  local dir="$1" ldflags="$2" names=() pkgs=() spec name rc=0 start
+  shift 2
+  for spec in "$@"; do
+    name="${spec%%=*}"
+    if [ ! -x "$cache/$name" ]; then names+=("$name"); pkgs+=("${spec#*=}"); fi
+  done
+  [ ${#names[@]} -gt 0 ] || return 0
+  start=$(date +%s)
+  echo "controlplane: building ${names[*]} (first run only; cached in $cache)" >&2
+  rm -rf "$tmp" && mkdir -p "$tmp"
+  # The plan: every package the binaries need, with its file count and whether it must be compiled.
+  # On a fresh machine this step also downloads the module's dependencies.
+  (cd "$here/$dir" && go list -deps -f '{{.ImportPath}} {{len .GoFiles}} {{.Stale}} {{.Name}}' "${pkgs[@]}") >"$tmp/plan" 9>&- || return 1
+  (cd "$here/$dir" && go build -v -ldflags="$ldflags" -o "$tmp/" "${pkgs[@]}") 2>&1 9>&- | progress "$tmp/plan" "${names[*]}" 9>&- || rc=$?
+  for name in "${names[@]}"; do
+    if [ -x "$tmp/$name" ]; then mv -f "$tmp/$name" "$cache/$name"; else rc=1; fi
+  done
+  echo "controlplane: built ${names[*]} in $(( $(date +%s) - start ))s$([ $rc -eq 0 ] || echo ' (with errors above)')" >&2
+  return $rc
+}
+
+# kwok's modules download while the k8s binaries compile (network while the CPUs are busy).
+if [ ! -x "$cache/kwok" ]; then (cd "$here/kwok" && go mod download) >/dev/null 2>&1 9>&- & fi
+build k8s "$k8s_ldflags" etcd=./cmd/etcd kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver \
+  kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager \
+  kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler || true
+wait || true
+all_there etcd kube-apiserver kube-controller-manager || { echo "controlplane: etcd, kube-apiserver or kube-controller-manager did not build" >&2; exit 1; }
+all_there kube-scheduler || echo "controlplane: kube-scheduler did not build; pods will stay Pending" >&2
+build kwok "-s -w" kwok=sigs.k8s.io/kwok/cmd/kwok || echo "controlplane: kwok did not build; pods will stay Pending" >&2
 # Marks a finished run: binaries.ts then uses the cache without Go and does not retry optional
 # binaries that failed to build.
 touch "$cache/.complete"

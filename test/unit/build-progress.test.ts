@@ -1,0 +1,110 @@
+import { describe, expect, it } from '@jest/globals';
+import {
+  BuildProgress,
+  LineThrottle,
+  estimateRemainingMs,
+  formatDuration,
+  parsePlan,
+  progressLine,
+} from '../../tools/controlplane/build-progress.js';
+
+// The shape `go list -deps -f '{{.ImportPath}} {{len .GoFiles}} {{.Stale}} {{.Name}}'` prints.
+const planText = [
+  'internal/goarch 3 false goarch',
+  'runtime 120 true runtime',
+  'k8s.io/api/core/v1 9 true v1',
+  'k8s.io/kubernetes/pkg/controlplane 19 true controlplane',
+  'k8s.io/kubernetes/cmd/kube-apiserver 1 true main',
+  'go: downloading k8s.io/api v0.37.2',
+  '',
+].join('\n');
+
+describe('parsePlan', () => {
+  it('reads path, file count, staleness and main-ness, skipping other lines', () => {
+    const plan = parsePlan(planText);
+    expect(plan.map((p) => p.path)).toEqual([
+      'internal/goarch',
+      'runtime',
+      'k8s.io/api/core/v1',
+      'k8s.io/kubernetes/pkg/controlplane',
+      'k8s.io/kubernetes/cmd/kube-apiserver',
+    ]);
+    expect(plan[0]).toEqual({ path: 'internal/goarch', files: 3, stale: false, main: false });
+    expect(plan[4]).toEqual({ path: 'k8s.io/kubernetes/cmd/kube-apiserver', files: 1, stale: true, main: true });
+  });
+});
+
+describe('BuildProgress', () => {
+  it('counts the stale library packages go build -v names, once each, and passes other lines by', () => {
+    const p = new BuildProgress(parsePlan(planText), 0);
+    expect(p.snapshot(0)).toMatchObject({ done: 0, total: 3, linking: [] });
+    expect(p.observe('runtime')).toBe(true);
+    expect(p.observe('runtime')).toBe(true);
+    expect(p.observe('# k8s.io/api/core/v1')).toBe(false);
+    expect(p.observe('go: downloading k8s.io/api v0.37.2')).toBe(false);
+    expect(p.observe('  k8s.io/api/core/v1  ')).toBe(true);
+    expect(p.snapshot(1000)).toMatchObject({ done: 2, total: 3, elapsedMs: 1000 });
+  });
+
+  it('grows the total when go compiles a package the plan thought cached', () => {
+    const p = new BuildProgress(parsePlan(planText), 0);
+    p.observe('internal/goarch');
+    expect(p.snapshot(0)).toMatchObject({ done: 1, total: 4 });
+  });
+
+  it('reports main packages as linking, apart from the package count', () => {
+    const p = new BuildProgress(parsePlan(planText), 0);
+    for (const path of ['runtime', 'k8s.io/api/core/v1', 'k8s.io/kubernetes/pkg/controlplane']) p.observe(path);
+    p.observe('k8s.io/kubernetes/cmd/kube-apiserver');
+    const s = p.snapshot(60_000);
+    expect(s).toMatchObject({ done: 3, total: 3, linking: ['kube-apiserver'], remainingMs: 0 });
+    expect(progressLine('etcd kube-apiserver', s)).toBe(
+      'controlplane: etcd kube-apiserver: 3/3 packages compiled (100%), 1m00s elapsed, linking kube-apiserver',
+    );
+  });
+
+  it('estimates the time left from the file-weighted share done', () => {
+    const p = new BuildProgress(parsePlan(planText), 0);
+    p.observe('runtime'); // weight 121 of 121 + 10 + 20 = 151
+    const s = p.snapshot(121_000);
+    expect(s.remainingMs).toBe(30_000);
+    expect(progressLine('k8s', s)).toBe('controlplane: k8s: 1/3 packages compiled (33%), 2m01s elapsed, about 30s left + linking');
+  });
+});
+
+describe('estimateRemainingMs', () => {
+  it('is undefined until 1% of the work or 10 s are behind it', () => {
+    expect(estimateRemainingMs(60_000, 0, 1000)).toBeUndefined();
+    expect(estimateRemainingMs(60_000, 5, 1000)).toBeUndefined();
+    expect(estimateRemainingMs(5_000, 500, 1000)).toBeUndefined();
+  });
+  it('scales the elapsed time by the remaining share, and is 0 when all is done', () => {
+    expect(estimateRemainingMs(60_000, 250, 1000)).toBe(180_000);
+    expect(estimateRemainingMs(60_000, 1000, 1000)).toBe(0);
+    expect(estimateRemainingMs(60_000, 0, 0)).toBe(0);
+  });
+});
+
+describe('formatDuration', () => {
+  it('prints seconds, minutes and hours compactly', () => {
+    expect(formatDuration(4_000)).toBe('4s');
+    expect(formatDuration(65_000)).toBe('1m05s');
+    expect(formatDuration(3_700_000)).toBe('1h01m40s');
+    expect(formatDuration(-5)).toBe('0s');
+  });
+});
+
+describe('LineThrottle', () => {
+  it('lets the first line through, then at most one per interval', () => {
+    const t = new LineThrottle(15_000);
+    expect([0, 1_000, 14_999, 15_000, 20_000, 30_000, 45_001].map((now) => t.due(now))).toEqual([
+      true,
+      false,
+      false,
+      true,
+      false,
+      true,
+      true,
+    ]);
+  });
+});
