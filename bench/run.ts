@@ -1,141 +1,332 @@
-// `npm run bench`: the operator on the real control plane. Starts a fresh control plane, installs
-// the sample kind and the operator's RBAC from the bundle construct, runs the operator as its own
-// process with that ServiceAccount, and measures convergence, steady-state writes, reconcile
-// counts and the memory of the compiled operator. Prints JSON and writes bench/results.json.
-// Knobs: BENCH_CRS (default 50), BENCH_SIZE (2), BENCH_WORKERS (4), BENCH_STEADY_SECONDS (30).
-import type { KubernetesObject } from '@kubernetes/client-node';
+// `npm run bench`: the operator against the floor, in one run, on the real control plane.
+// For each N: a fresh control plane runs the floor (render()'s objects server-side applied by a
+// plain client, no operator), another fresh one the operator (compiled, as its ServiceAccount);
+// both create N apps of size 2 at 4 requests in flight and wait until all are ready, then scale
+// every app by one. The operator run then measures edit latency, request counts (audit log) and a
+// steady state. Ratios divide by the floor of the same run. Writes bench/results.json and the
+// README table. Usage: npm run bench [-- --n 1000] [--growth] [--2500] [--edits 200] [--steady 60]
+// The operator's own settings (WORKERS, STATUS_INTERVAL_MS) pass through from the environment.
+import { KubeConfig, type KubernetesObject, type V1Deployment } from '@kubernetes/client-node';
 import { App, Chart } from 'cdk8s';
 import { execFileSync, spawn } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
-import { cpus, totalmem } from 'node:os';
+import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { OperatorBundle } from 'cdk8s-appkind';
 import { SAMPLE_KIND } from '../operator/config.js';
+import { crdObjects } from '../operator/crd-yaml.js';
+import { render } from '../operator/render.js';
 import { RestClient } from '../operator/rest.js';
+import { DEFAULT_STATUS_INTERVAL_MS, DEFAULT_WORKERS } from '../operator/settings.js';
 import { applyManifests } from '../tools/controlplane/apply.js';
+import type { AuditEvent } from '../tools/controlplane/audit.js';
 import { ControlPlane } from '../tools/controlplane/controlplane.js';
 import { freePort } from '../tools/controlplane/ports.js';
 import { httpGet, waitFor } from '../tools/controlplane/readiness.js';
+import { cpuMeter, memoryMiB } from './proc.js';
+import { OperatorRun, FloorRun, BenchResults, writeResults, table } from './report.js';
+import { Tracker } from './tracker.js';
 
 const root = join(import.meta.dirname, '..');
-const CRS = Number(process.env.BENCH_CRS ?? 50);
-const SIZE = Number(process.env.BENCH_SIZE ?? 2);
-const WORKERS = Number(process.env.BENCH_WORKERS ?? 4);
-const STEADY_SECONDS = Number(process.env.BENCH_STEADY_SECONDS ?? 30);
 const NS = 'bench';
 const OPERATOR_NS = 'appkind-system';
+const OPERATOR_USER = `system:serviceaccount:${OPERATOR_NS}:appkind-operator`;
+const FLOOR_SA = 'bench-floor';
+const FLOOR_USER = `system:serviceaccount:${NS}:${FLOOR_SA}`;
 const kind = SAMPLE_KIND;
+const CR_API = `${kind.group}/${kind.version}`;
+/** The default NodePort range holds 2768 Services; wider runs need a wider range (a real cluster too). */
+const WIDE_NODE_PORTS = '30000-39999';
 
-type Resource = KubernetesObject & { status?: { nodes?: string[]; conditions?: { type: string; status: string }[] } };
 const log = (line: string) => void process.stderr.write(`${line}\n`);
-const seconds = (since: number) => Math.round((Date.now() - since) / 10) / 100;
-const condition = (r: Resource, type: string) => r.status?.conditions?.find((c) => c.type === type)?.status;
 
-function procStatus(pid: number, field: string): number {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith(`${field}:`));
-  return Math.round(Number(line?.split(/\s+/)[1] ?? 0) / 1024);
+function args(argv: string[]) {
+  const value = (flag: string) => {
+    const i = argv.indexOf(flag);
+    return i >= 0 ? argv[i + 1] : undefined;
+  };
+  let ns = (value('--n') ?? '1000').split(',').map(Number);
+  if (argv.includes('--growth')) ns = [100, 300, 1000];
+  if (argv.includes('--2500')) ns = [...new Set([...ns, 2500])];
+  const settings = {
+    size: Number(value('--size') ?? 2),
+    concurrency: Number(value('--concurrency') ?? 4),
+    edits: Number(value('--edits') ?? 200),
+    steadySeconds: Number(value('--steady') ?? 60),
+  };
+  for (const n of [...ns, ...Object.values(settings)]) {
+    if (!Number.isInteger(n) || n < 0) throw new Error(`bench: bad argument in ${argv.join(' ')}`);
+  }
+  return { ns, ...settings };
 }
 
-function metric(text: string, name: string, match: (labels: string) => boolean = () => true): number {
-  return text.split('\n').filter((l) => l.startsWith(name) && match(l)).reduce((sum, l) => sum + Number(l.split(' ').pop()), 0);
+type Settings = ReturnType<typeof args>;
+type Resource = KubernetesObject & {
+  spec?: { size?: number };
+  status?: { nodes?: string[]; observedGeneration?: number; conditions?: { type: string; status: string }[] };
+};
+
+const seconds = (since: number) => Math.round((performance.now() - since) / 10) / 100;
+
+/** Runs fn over items with at most `concurrency` in flight. */
+async function pool<T>(items: T[], concurrency: number, fn: (item: T) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, async () => {
+    while (next < items.length) await fn(items[next++]!);
+  }));
 }
 
-async function waitAll(rest: RestClient, what: string, done: (r: Resource) => boolean, timeoutMs = 600_000): Promise<void> {
-  await waitFor(what, async () => {
-    const list = await rest.list<Resource>(`${kind.group}/${kind.version}`, kind.kind, NS);
-    return list.items.length === CRS && list.items.every(done);
-  }, { timeoutMs, intervalMs: 500 });
+const crOf = (i: number, size: number) => ({ apiVersion: CR_API, kind: kind.kind, metadata: { name: `app-${i}`, namespace: NS }, spec: { size } });
+const range = (n: number) => Array.from({ length: n }, (_, i) => i);
+
+function deploymentReady(size: number) {
+  return (d: V1Deployment) => d.spec?.replicas === size && d.status?.readyReplicas === size && d.status?.updatedReplicas === size &&
+    d.status?.replicas === size && (d.status?.observedGeneration ?? 0) >= (d.metadata?.generation ?? 0);
 }
 
-async function main(): Promise<void> {
-  const t0 = Date.now();
-  const cp = await ControlPlane.start({ auditLog: true, log });
-  const startupSeconds = seconds(t0);
+function crConverged(size: number) {
+  return (r: Resource) => r.status?.nodes?.length === size && r.status.observedGeneration === r.metadata?.generation &&
+    r.status.conditions?.find((c) => c.type === 'Ready')?.status === 'True';
+}
+
+/** Requests by one user between two instants: `verb resource[/subresource]` -> count. */
+function requests(audit: AuditEvent[], user: string, from: string, to: string): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const e of audit) {
+    if (e.user.username !== user || e.stageTimestamp < from || e.stageTimestamp >= to) continue;
+    const what = `${e.verb} ${e.objectRef?.resource ?? e.requestURI}${e.objectRef?.subresource ? `/${e.objectRef.subresource}` : ''}`;
+    counts[what] = (counts[what] ?? 0) + 1;
+  }
+  return Object.fromEntries(Object.entries(counts).sort(([a], [b]) => a.localeCompare(b)));
+}
+
+const isWrite = (what: string) => /^(create|update|patch|delete|deletecollection) /.test(what);
+const sum = (counts: Record<string, number>, pick: (what: string) => boolean = () => true) =>
+  Object.entries(counts).filter(([w]) => pick(w)).reduce((s, [, n]) => s + n, 0);
+
+async function startControlPlane(n: number, s: Settings): Promise<ControlPlane> {
+  return ControlPlane.start({ auditLog: true, log, pods: n * (s.size + 1), nodePortRange: n > 2700 ? WIDE_NODE_PORTS : undefined });
+}
+
+async function floor(n: number, s: Settings): Promise<FloorRun> {
+  const cp = await startControlPlane(n, s);
+  try {
+    const admin = new RestClient(cp.kubeConfig());
+    kubernetes = (await admin.request<{ gitVersion: string }>('GET', '/version')).gitVersion;
+    await admin.apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } }, 'bench');
+    // The floor's client has its own ServiceAccount, like the operator: its requests are told apart
+    // from the controllers' (which use the admin identity) in the audit log, and both pay the same
+    // token authentication. RBAC: edit in the bench namespace.
+    await admin.apply({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: FLOOR_SA, namespace: NS } }, 'bench');
+    await admin.apply({
+      apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: FLOOR_SA, namespace: NS },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'edit' },
+      subjects: [{ kind: 'ServiceAccount', name: FLOOR_SA, namespace: NS }],
+    }, 'bench');
+    admin.close();
+    const kc = new KubeConfig();
+    kc.loadFromFile(await cp.serviceAccountKubeconfig(NS, FLOOR_SA));
+    const rest = new RestClient(kc);
+    await waitFor('floor RBAC', async () => !!(await rest.list('apps/v1', 'Deployment', NS).catch(() => undefined)), { timeoutMs: 60_000 });
+    const deployments = new Tracker<V1Deployment>(kc, rest, { apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments', namespace: NS });
+    await deployments.start();
+    const apiserverCpu = cpuMeter(cp.pids()['kube-apiserver']!);
+    const at = () => new Date().toISOString();
+
+    log(`bench: floor N=${n}: create`);
+    const tCreateIso = at();
+    const tCreate = performance.now();
+    const objects = range(n).flatMap((i) => render(kind, crOf(i, s.size)));
+    await pool(objects, s.concurrency, (o) => rest.apply(o, 'bench-floor'));
+    await deployments.waitFor(`floor: ${n} Deployments ready`, n, deploymentReady(s.size), 1_800_000);
+    const createSeconds = seconds(tCreate);
+
+    log(`bench: floor N=${n}: scale`);
+    const tScaleIso = at();
+    const tScale = performance.now();
+    const scaled = range(n).flatMap((i) => render(kind, crOf(i, s.size + 1)).filter((o) => o.kind === 'Deployment'));
+    await pool(scaled, s.concurrency, (o) => rest.apply(o, 'bench-floor'));
+    await deployments.waitFor(`floor: ${n} Deployments scaled`, n, deploymentReady(s.size + 1), 1_800_000);
+    const scaleSeconds = seconds(tScale);
+    const apiserverCpuSeconds = apiserverCpu();
+    const tEndIso = at();
+
+    deployments.stop();
+    rest.close();
+    const audit = await cp.readAuditLog();
+    return {
+      createSeconds,
+      scaleSeconds,
+      apiserverCpuSeconds,
+      requests: { create: requests(audit, FLOOR_USER, tCreateIso, tScaleIso), scale: requests(audit, FLOOR_USER, tScaleIso, tEndIso) },
+    };
+  } finally {
+    await cp.stop();
+  }
+}
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return Math.round(sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]! * 10) / 10;
+}
+
+async function operator(n: number, s: Settings): Promise<OperatorRun> {
+  let exitCode: number | null | undefined;
+  const run = await operatorRun(n, s, (code) => (exitCode = code));
+  return { ...run, exitCode };
+}
+
+async function operatorRun(n: number, s: Settings, onExit: (code: number | null) => void): Promise<OperatorRun> {
+  let exitCode: number | null = null;
+  const cp = await startControlPlane(n, s);
   try {
     const kc = cp.kubeConfig();
     const rest = new RestClient(kc);
     const chart = new Chart(new App(), 'bundle');
-    new OperatorBundle(chart, 'op', { kinds: [kind], namespace: OPERATOR_NS });
-    await applyManifests(kc, (chart.toJson() as KubernetesObject[]).filter((o) => o.kind !== 'Deployment'));
+    new OperatorBundle(chart, 'op', { kinds: [kind], namespace: OPERATOR_NS, crds: false });
+    await applyManifests(kc, [...crdObjects([kind]), ...(chart.toJson() as KubernetesObject[]).filter((o) => o.kind !== 'Deployment')]);
     await rest.apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } }, 'bench');
     const kubeconfig = await cp.serviceAccountKubeconfig(OPERATOR_NS, 'appkind-operator');
-    const metricsPort = await freePort();
-    // The compiled operator, as the image runs it (tsx would add its own memory to the figures).
-    execFileSync(join(root, 'node_modules', '.bin', 'tsc'), ['-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
-    const operator = spawn(process.execPath, [join(root, 'build', 'operator', 'main.js')], {
-      cwd: root,
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, KUBECONFIG: kubeconfig, WORKERS: String(WORKERS), METRICS_PORT: String(metricsPort), HEALTH_PORT: String(metricsPort), LOG_LEVEL: 'warn' },
-      stdio: ['ignore', 'inherit', 'inherit'],
-    });
-    const metrics = async () => (await httpGet(`http://127.0.0.1:${metricsPort}/metrics`)).body;
-    await waitFor('operator ready', async () => (await httpGet(`http://127.0.0.1:${metricsPort}/readyz`)).status === 200, { timeoutMs: 60_000 });
-    const baselineRssMiB = procStatus(operator.pid!, 'VmRSS');
+    const port = await freePort();
+    const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, KUBECONFIG: kubeconfig, METRICS_PORT: String(port), HEALTH_PORT: String(port), LOG_LEVEL: 'warn' };
+    for (const name of ['WORKERS', 'STATUS_INTERVAL_MS']) if (process.env[name]) env[name] = process.env[name];
+    const child = spawn(process.execPath, [join(root, 'build', 'operator', 'main.js')], { cwd: root, env, stdio: ['ignore', 'inherit', 'inherit'] });
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    try {
+      const metrics = async () => (await httpGet(`http://127.0.0.1:${port}/metrics`)).body;
+      await waitFor('operator ready', async () => (await httpGet(`http://127.0.0.1:${port}/readyz`).catch(() => ({ status: 0 }))).status === 200, { timeoutMs: 60_000 });
+      const pid = child.pid!;
+      const rssIdleMiB = memoryMiB(pid, 'VmRSS');
+      const crs = new Tracker<Resource>(kc, rest, { apiVersion: CR_API, kind: kind.kind, plural: kind.plural, namespace: NS });
+      const deployments = new Tracker<V1Deployment>(kc, rest, { apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments', namespace: NS });
+      await Promise.all([crs.start(), deployments.start()]);
+      const apiserverCpu = cpuMeter(cp.pids()['kube-apiserver']!);
+      const operatorCpu = cpuMeter(pid);
+      const at = () => new Date().toISOString();
 
-    const tCreate = Date.now();
-    for (let i = 0; i < CRS; i++) {
-      await rest.apply({ apiVersion: `${kind.group}/${kind.version}`, kind: kind.kind, metadata: { name: `app-${i}`, namespace: NS }, spec: { size: SIZE } }, 'bench');
-    }
-    const createSeconds = seconds(tCreate);
-    await waitAll(rest, `${CRS} CRs list ${SIZE} pods`, (r) => r.status?.nodes?.length === SIZE && condition(r, 'Degraded') === 'False');
-    const convergeSeconds = seconds(tCreate);
-    let readySeconds: number | undefined;
-    if (cp.hasScheduler) {
-      await waitAll(rest, `${CRS} CRs Ready`, (r) => condition(r, 'Ready') === 'True');
-      readySeconds = seconds(tCreate);
-    }
+      log(`bench: operator N=${n}: create`);
+      const tCreateIso = at();
+      const tCreate = performance.now();
+      await pool(range(n), s.concurrency, (i) => rest.apply(crOf(i, s.size), 'bench'));
+      await crs.waitFor(`operator: ${n} CRs converged`, n, crConverged(s.size), 1_800_000);
+      const createSeconds = seconds(tCreate);
 
-    const tScale = Date.now();
-    for (let i = 0; i < CRS; i++) {
-      await rest.request('PATCH', `/apis/${kind.group}/${kind.version}/namespaces/${NS}/${kind.plural}/app-${i}`, { body: { spec: { size: SIZE + 1 } }, contentType: 'application/merge-patch+json' });
-    }
-    await waitAll(rest, `${CRS} CRs scaled`, (r) => r.status?.nodes?.length === SIZE + 1 && (!cp.hasScheduler || condition(r, 'Ready') === 'True'));
-    const scaleSeconds = seconds(tScale);
+      log(`bench: operator N=${n}: scale`);
+      const tScaleIso = at();
+      const tScale = performance.now();
+      const path = (i: number) => `/apis/${CR_API}/namespaces/${NS}/${kind.plural}/app-${i}`;
+      const patchSize = (i: number, size: number) => rest.request('PATCH', path(i), { body: { spec: { size } }, contentType: 'application/merge-patch+json' });
+      await pool(range(n), s.concurrency, (i) => patchSize(i, s.size + 1));
+      await crs.waitFor(`operator: ${n} CRs scaled`, n, crConverged(s.size + 1), 1_800_000);
+      const scaleSeconds = seconds(tScale);
+      const apiserverCpuSeconds = apiserverCpu();
+      const cpuSeconds = operatorCpu();
 
-    await new Promise((r) => setTimeout(r, 3_000));
-    const before = await metrics();
-    const since = new Date().toISOString();
-    await new Promise((r) => setTimeout(r, STEADY_SECONDS * 1000));
-    const after = await metrics();
-    const user = `system:serviceaccount:${OPERATOR_NS}:appkind-operator`;
-    const audit = await cp.readAuditLog();
-    const steadyWrites = audit.filter((e) => e.user.username === user && e.stageTimestamp > since && ['create', 'update', 'patch', 'delete'].includes(e.verb)).length;
-    const writes = audit.filter((e) => e.user.username === user && ['create', 'update', 'patch', 'delete'].includes(e.verb));
-    const totalWrites = writes.length;
-    const writesByResource: Record<string, number> = {};
-    for (const e of writes) {
-      const what = `${e.verb} ${e.objectRef?.resource ?? '?'}${e.objectRef?.subresource ? `/${e.objectRef.subresource}` : ''}`;
-      writesByResource[what] = (writesByResource[what] ?? 0) + 1;
-    }
-    const reconciles = metric(after, 'controller_runtime_reconcile_total');
-    const steadyReconciles = reconciles - metric(before, 'controller_runtime_reconcile_total');
-    const rssMiB = procStatus(operator.pid!, 'VmRSS');
-    const peakRssMiB = procStatus(operator.pid!, 'VmHWM');
+      log(`bench: operator N=${n}: ${Math.min(s.edits, n)} edits, one at a time`);
+      const tEditsIso = at();
+      const latencies: number[] = [];
+      for (const i of range(Math.min(s.edits, n))) {
+        const name = `app-${i}-deployment`;
+        const seen = deployments.next((d) => d.metadata?.name === name && d.spec?.replicas === s.size);
+        await patchSize(i, s.size);
+        const answered = performance.now();
+        latencies.push(Math.max(0, (await seen) - answered));
+      }
+      latencies.sort((a, b) => a - b);
 
-    operator.kill('SIGTERM');
-    const exitCode = await new Promise<number | null>((r) => operator.once('exit', (code) => r(code)));
-    const results = {
-      date: new Date().toISOString(),
-      machine: { cpus: cpus().length, memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version },
-      params: { crs: CRS, size: SIZE, workers: WORKERS, steadySeconds: STEADY_SECONDS, scheduler: cp.hasScheduler },
-      controlPlaneStartupSeconds: startupSeconds,
-      createSeconds,
-      convergeSeconds,
-      readySeconds,
-      scaleSeconds,
-      reconcilesTotal: reconciles,
-      operatorWritesTotal: totalWrites,
-      operatorWritesByResource: writesByResource,
-      steadyStateWrites: steadyWrites,
-      steadyStateReconciles: steadyReconciles,
-      operatorRssMiB: { idle: baselineRssMiB, afterRun: rssMiB, peak: peakRssMiB },
-      operatorExitCode: exitCode,
-    };
-    const json = JSON.stringify(results, null, 2);
-    writeFileSync(join(root, 'bench', 'results.json'), `${json}\n`);
-    process.stdout.write(`${json}\n`);
+      const statusIntervalMs = Number(process.env.STATUS_INTERVAL_MS || DEFAULT_STATUS_INTERVAL_MS);
+      const settleMs = Math.max(15_000, statusIntervalMs + 5_000);
+      log(`bench: operator N=${n}: ${settleMs / 1000} s to settle, then ${s.steadySeconds} s of steady state`);
+      await crs.waitFor(`operator: ${n} CRs converged after the edits`, n, (r) => crConverged(r.spec?.size ?? 0)(r), 600_000);
+      await new Promise((r) => setTimeout(r, settleMs));
+      const reconciles = async () => { const m = await metrics(); return m.split('\n').filter((l) => l.startsWith('controller_runtime_reconcile_total')).reduce((t, l) => t + Number(l.split(' ').pop()), 0); };
+      const before = await reconciles();
+      const tSteadyIso = at();
+      await new Promise((r) => setTimeout(r, s.steadySeconds * 1000));
+      const steadyReconciles = (await reconciles()) - before;
+      const tEndIso = at();
+      const rssAfterMiB = memoryMiB(pid, 'VmRSS');
+      const rssPeakMiB = memoryMiB(pid, 'VmHWM');
+      const cpuTotalSeconds = operatorCpu();
+      crs.stop();
+      deployments.stop();
+      rest.close();
+
+      const audit = await cp.readAuditLog();
+      const steady = requests(audit, OPERATOR_USER, tSteadyIso, tEndIso);
+      const create = requests(audit, OPERATOR_USER, tCreateIso, tScaleIso);
+      const scale = requests(audit, OPERATOR_USER, tScaleIso, tEditsIso);
+      const statusPatches = (counts: Record<string, number>) => Math.round((counts[`patch ${kind.plural}/status`] ?? 0) / n * 100) / 100;
+      return {
+        createSeconds,
+        scaleSeconds,
+        apiserverCpuSeconds,
+        cpuSeconds,
+        cpuTotalSeconds,
+        rssMiB: { idle: rssIdleMiB, afterRun: rssAfterMiB, peak: rssPeakMiB },
+        editLatencyMs: { count: latencies.length, p50: percentile(latencies, 50), p90: percentile(latencies, 90), p99: percentile(latencies, 99), max: percentile(latencies, 100) },
+        requests: { create, scale },
+        statusPatchesPerCr: { create: statusPatches(create), scale: statusPatches(scale) },
+        steadyState: { seconds: s.steadySeconds, writes: sum(steady, isWrite), reconciles: steadyReconciles },
+        exitCode: undefined,
+      };
+    } finally {
+      child.kill('SIGTERM');
+      exitCode = await exited;
+      if (exitCode !== 0) log(`bench: operator exited with ${exitCode}`);
+      onExit(exitCode);
+    }
   } finally {
     await cp.stop();
   }
+}
+
+let kubernetes = 'unknown';
+
+async function main(): Promise<void> {
+  const s = args(process.argv.slice(2));
+  // The compiled operator, as the image runs it (tsx would add its own memory to the figures).
+  execFileSync(join(root, 'node_modules', '.bin', 'tsc'), ['-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
+  const results: BenchResults = {
+    date: new Date().toISOString(),
+    command: `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,
+    machine: {
+      cpus: cpus().length,
+      cpuModel: cpus()[0]?.model ?? 'unknown',
+      memoryGiB: Math.round(totalmem() / 2 ** 30),
+      loadAverageAtStart: loadavg().map((l) => Math.round(l * 100) / 100),
+      node: process.version,
+      kubernetes,
+    },
+    settings: {
+      size: s.size,
+      concurrency: s.concurrency,
+      edits: s.edits,
+      steadySeconds: s.steadySeconds,
+      operator: {
+        workers: Number(process.env.WORKERS || DEFAULT_WORKERS),
+        statusIntervalMs: Number(process.env.STATUS_INTERVAL_MS || DEFAULT_STATUS_INTERVAL_MS),
+      },
+    },
+    runs: [],
+  };
+  log(`bench: N=${s.ns.join(', ')}; operator settings ${JSON.stringify(results.settings.operator)}; load average ${results.machine.loadAverageAtStart.join(' ')}`);
+  for (const n of s.ns) {
+    const f = await floor(n, s);
+    log(`bench: floor N=${n}: create ${f.createSeconds} s, scale ${f.scaleSeconds} s`);
+    const o = await operator(n, s);
+    log(`bench: operator N=${n}: create ${o.createSeconds} s, scale ${o.scaleSeconds} s`);
+    const ratio = (a: number, b: number) => Math.round((a / b) * 100) / 100;
+    results.runs.push({
+      n,
+      loadAverageAfter: loadavg().map((l) => Math.round(l * 100) / 100),
+      floor: f,
+      operator: o,
+      ratios: { create: ratio(o.createSeconds, f.createSeconds), scale: ratio(o.scaleSeconds, f.scaleSeconds), apiserverCpu: ratio(o.apiserverCpuSeconds, f.apiserverCpuSeconds) },
+    });
+  }
+  results.machine.kubernetes = kubernetes;
+  writeResults(root, results);
+  process.stdout.write(`${table(results)}\n`);
 }
 
 main().catch((e: unknown) => {

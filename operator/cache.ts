@@ -1,4 +1,5 @@
-import { KubernetesObject } from '@kubernetes/client-node';
+import { KubernetesObject, V1Pod } from '@kubernetes/client-node';
+import { ContainerApp } from 'cdk8s-appkind';
 import { Informer } from './informer.js';
 
 /** One resource's cache across the watched namespaces (one informer each, or one for all). */
@@ -11,6 +12,12 @@ export class ResourceCache<T extends KubernetesObject = KubernetesObject> {
       if (found) return found;
     }
     return undefined;
+  }
+
+  /** Objects under `value` in a named index (see InformerOptions.indexers). */
+  byIndex(index: string, value: string): T[] {
+    if (this.informers.length === 1) return this.informers[0]!.byIndex(index, value);
+    return this.informers.flatMap((i) => i.byIndex(index, value));
   }
 
   /** Objects in one namespace, or all. */
@@ -30,4 +37,53 @@ export class ResourceCache<T extends KubernetesObject = KubernetesObject> {
   stop(): void {
     for (const i of this.informers) i.stop();
   }
+}
+
+/** Index of children by their controller owner's uid: a CR's Deployment and Service. */
+export const OWNER_INDEX = 'owner';
+/** Index of pods by `namespace/instance label`: an app's pods without scanning the namespace. */
+export const INSTANCE_INDEX = 'instance';
+
+export function ownerIndex(obj: KubernetesObject): string[] {
+  const uid = obj.metadata?.ownerReferences?.find((r) => r.controller)?.uid;
+  return uid ? [uid] : [];
+}
+
+export function instanceIndex(obj: KubernetesObject): string[] {
+  const instance = obj.metadata?.labels?.[ContainerApp.INSTANCE_LABEL];
+  return instance ? [`${obj.metadata?.namespace}/${instance}`] : [];
+}
+
+/** The object without managedFields, which the operator never reads and which is most of its size. */
+export function withoutManagedFields<T extends KubernetesObject>(obj: T): T {
+  if (!obj.metadata?.managedFields) return obj;
+  const metadata = { ...obj.metadata };
+  delete metadata.managedFields;
+  return { ...obj, metadata };
+}
+
+/**
+ * What status needs of a pod: its name, labels, owners, whether it is terminating, and Ready.
+ * Everything else (spec, most of status) is dropped before the pod is cached.
+ */
+export function podSummary(pod: V1Pod): V1Pod {
+  const m = pod.metadata ?? {};
+  const ready = pod.status?.conditions?.find((c) => c.type === 'Ready');
+  return {
+    apiVersion: pod.apiVersion,
+    kind: pod.kind,
+    metadata: {
+      name: m.name, namespace: m.namespace, uid: m.uid, resourceVersion: m.resourceVersion, labels: m.labels, ownerReferences: m.ownerReferences,
+      ...(m.deletionTimestamp ? { deletionTimestamp: m.deletionTimestamp } : {}),
+    },
+    status: ready ? { conditions: [{ type: 'Ready', status: ready.status }] } : {},
+  };
+}
+
+/** True when two pod summaries differ in anything status reads (not just resourceVersion). */
+export function podChanged(a: V1Pod | undefined, b: V1Pod): boolean {
+  if (!a) return true;
+  return !!a.metadata?.deletionTimestamp !== !!b.metadata?.deletionTimestamp ||
+    a.status?.conditions?.[0]?.status !== b.status?.conditions?.[0]?.status ||
+    JSON.stringify(a.metadata?.labels) !== JSON.stringify(b.metadata?.labels);
 }

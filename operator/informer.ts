@@ -15,14 +15,26 @@ export interface InformerSource {
 }
 
 export type InformerEventType = 'add' | 'update' | 'delete';
-export type InformerHandler<T> = (type: InformerEventType, obj: T) => void;
+/** `old` is the cached object an update or delete replaced. */
+export type InformerHandler<T> = (type: InformerEventType, obj: T, old?: T) => void;
 
-export interface InformerOptions {
+/** Maps an object to the index values it is found under (e.g. its owner's uid). */
+export type IndexFunc<T> = (obj: T) => string[];
+
+export interface InformerOptions<T extends KubernetesObject = KubernetesObject> {
   /** A watch that delivers nothing (not even a bookmark) for this long is dropped and the cache relisted. */
   readonly staleMs: number;
   readonly log: Logger;
   /** Lists through this client (its request hook counts them). */
   readonly rest: RestClient;
+  /**
+   * Applied to every object before it is stored or handed to the handler, like client-go's
+   * SetTransform: drop what the operator never reads (managedFields, most of a pod) so the cache
+   * holds only what reconcile needs.
+   */
+  readonly transform?: (obj: T) => T;
+  /** Named indexes kept beside the store, read with byIndex(). */
+  readonly indexers?: Record<string, IndexFunc<T>>;
 }
 
 /**
@@ -32,6 +44,8 @@ export interface InformerOptions {
  */
 export class Informer<T extends KubernetesObject = KubernetesObject> {
   private store = new Map<string, T>();
+  /** index name -> index value -> object keys */
+  private indices = new Map<string, Map<string, Set<string>>>();
   private resourceVersion?: string;
   private stopped = false;
   private synced = false;
@@ -46,7 +60,7 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
     private readonly kc: KubeConfig,
     readonly source: InformerSource,
     private readonly handler: InformerHandler<T>,
-    private readonly opts: InformerOptions,
+    private readonly opts: InformerOptions<T>,
   ) {
     this.firstSync = new Promise((resolve) => (this.resolveFirstSync = resolve));
   }
@@ -68,6 +82,61 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
 
   list(): T[] {
     return [...this.store.values()];
+  }
+
+  /** Objects found under `value` in the named index. */
+  byIndex(index: string, value: string): T[] {
+    const keys = this.indices.get(index)?.get(value);
+    if (!keys) return [];
+    const found: T[] = [];
+    for (const key of keys) {
+      const obj = this.store.get(key);
+      if (obj) found.push(obj);
+    }
+    return found;
+  }
+
+  private put(key: string, obj: T): T | undefined {
+    const old = this.store.get(key);
+    if (old) this.unindex(key, old);
+    this.store.set(key, obj);
+    this.index(key, obj);
+    return old;
+  }
+
+  private remove(key: string): T | undefined {
+    const old = this.store.get(key);
+    if (old) this.unindex(key, old);
+    this.store.delete(key);
+    return old;
+  }
+
+  private index(key: string, obj: T): void {
+    for (const [name, fn] of Object.entries(this.opts.indexers ?? {})) {
+      let index = this.indices.get(name);
+      if (!index) this.indices.set(name, (index = new Map()));
+      for (const value of fn(obj)) {
+        let keys = index.get(value);
+        if (!keys) index.set(value, (keys = new Set()));
+        keys.add(key);
+      }
+    }
+  }
+
+  private unindex(key: string, obj: T): void {
+    for (const [name, fn] of Object.entries(this.opts.indexers ?? {})) {
+      const index = this.indices.get(name);
+      if (!index) continue;
+      for (const value of fn(obj)) {
+        const keys = index.get(value);
+        keys?.delete(key);
+        if (keys?.size === 0) index.delete(value);
+      }
+    }
+  }
+
+  private trim(obj: T): T {
+    return this.opts.transform ? this.opts.transform(obj) : obj;
   }
 
   get(namespace: string | undefined, name: string): T | undefined {
@@ -103,18 +172,21 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
   private async relist(): Promise<void> {
     const { apiVersion, kind, namespace, labelSelector } = this.source;
     const list = await this.opts.rest.list<T>(apiVersion, kind, namespace, labelSelector);
-    const fresh = new Map<string, T>();
-    for (const obj of list.items) fresh.set(objectKey(obj), obj);
     const old = this.store;
-    this.store = fresh;
+    this.store = new Map();
+    this.indices = new Map();
+    for (const item of list.items) {
+      const obj = this.trim(item);
+      this.put(objectKey(obj), obj);
+    }
     this.resourceVersion = list.resourceVersion;
     this.lastHeard = Date.now();
-    for (const [key, obj] of fresh) {
+    for (const [key, obj] of this.store) {
       const before = old.get(key);
       if (!before) this.handler('add', obj);
-      else if (before.metadata?.resourceVersion !== obj.metadata?.resourceVersion) this.handler('update', obj);
+      else if (before.metadata?.resourceVersion !== obj.metadata?.resourceVersion) this.handler('update', obj, before);
     }
-    for (const [key, obj] of old) if (!fresh.has(key)) this.handler('delete', obj);
+    for (const [key, obj] of old) if (!this.store.has(key)) this.handler('delete', obj, obj);
     if (!this.synced) {
       this.synced = true;
       this.resolveFirstSync();
@@ -172,15 +244,14 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
     }
     this.resourceVersion = obj.metadata?.resourceVersion ?? this.resourceVersion;
     if (type === 'BOOKMARK') return;
-    const full = { ...obj, apiVersion: this.source.apiVersion, kind: this.source.kind } as T;
+    const full = this.trim({ ...obj, apiVersion: this.source.apiVersion, kind: this.source.kind } as T);
     const key = objectKey(full);
     if (type === 'DELETED') {
-      this.store.delete(key);
-      this.handler('delete', full);
+      const old = this.remove(key);
+      this.handler('delete', full, old);
     } else {
-      const existed = this.store.has(key);
-      this.store.set(key, full);
-      this.handler(existed ? 'update' : 'add', full);
+      const old = this.put(key, full);
+      this.handler(old ? 'update' : 'add', full, old);
     }
   }
 }

@@ -1,14 +1,16 @@
 import { KubeConfig, KubernetesObject, V1Deployment, V1Pod, V1Service } from '@kubernetes/client-node';
 import { AppKind, AppKindCrd, ContainerApp } from 'cdk8s-appkind';
-import { ResourceCache } from './cache.js';
+import { INSTANCE_INDEX, instanceIndex, OWNER_INDEX, ownerIndex, podChanged, podSummary, ResourceCache, withoutManagedFields } from './cache.js';
 import { EventRecorder } from './events.js';
-import { Informer, InformerSource } from './informer.js';
+import { IndexFunc, Informer, InformerHandler, InformerSource } from './informer.js';
 import { Logger } from './log.js';
 import { OperatorMetrics, queueHooks } from './metrics.js';
-import { WorkQueue } from './queue.js';
+import { HandlerResult, WorkQueue } from './queue.js';
 import { CachedResource, CHILD_SELECTOR, controllerOf, Reconciler, resourceKey } from './reconcile.js';
+import { RenderCache } from './render-cache.js';
 import { RestClient } from './rest.js';
 import { OperatorSettings } from './settings.js';
+import { StatusPacer } from './status-pacer.js';
 
 /**
  * The operator's wiring, top-down: for each kind watch its CRs (For), and watch the Deployments,
@@ -19,15 +21,17 @@ export class Operator {
   private readonly caches: ResourceCache<KubernetesObject>[] = [];
   private readonly kinds: Map<string, AppKind>;
   private readonly running = new Set<string>();
+  private readonly rest: RestClient;
 
   constructor(kc: KubeConfig, private readonly settings: OperatorSettings, private readonly log: Logger, metrics: OperatorMetrics) {
     this.kinds = new Map(settings.kinds.map((k) => [k.kind, k]));
     const onRequest = (verb: string, code: number) => metrics.apiRequest(verb, code);
-    const rest = new RestClient(kc, onRequest);
-    const watch = <T extends KubernetesObject>(source: Omit<InformerSource, 'namespace'>, onEvent: (obj: T) => void) => {
+    const rest = this.rest = new RestClient(kc, onRequest);
+    interface CacheOpts<T> { transform?: (obj: T) => T; indexers?: Record<string, IndexFunc<T>> }
+    const watch = <T extends KubernetesObject>(source: Omit<InformerSource, 'namespace'>, onEvent: InformerHandler<T>, opts: CacheOpts<T> = {}) => {
       const namespaces = settings.namespaces.length ? settings.namespaces : [undefined];
-      const informers = namespaces.map((namespace) => new Informer<T>(kc, { ...source, namespace }, (_type, obj) => onEvent(obj), {
-        staleMs: settings.watchStaleSeconds * 1000, log, rest,
+      const informers = namespaces.map((namespace) => new Informer<T>(kc, { ...source, namespace }, onEvent, {
+        staleMs: settings.watchStaleSeconds * 1000, log, rest, ...opts,
       }));
       const cache = new ResourceCache<T>(informers);
       this.caches.push(cache as unknown as ResourceCache<KubernetesObject>);
@@ -36,12 +40,18 @@ export class Operator {
 
     const resources = new Map<string, ResourceCache<CachedResource>>();
     for (const kind of settings.kinds) {
-      resources.set(kind.kind, watch<CachedResource>({ apiVersion: AppKindCrd.apiVersionOf(kind), kind: kind.kind, plural: kind.plural }, (cr) => this.enqueue(kind.kind, cr)));
+      resources.set(kind.kind, watch<CachedResource>({ apiVersion: AppKindCrd.apiVersionOf(kind), kind: kind.kind, plural: kind.plural }, (_t, cr) => this.enqueue(kind.kind, cr), { transform: withoutManagedFields }));
     }
-    const child = { labelSelector: CHILD_SELECTOR };
-    const deployments = watch<V1Deployment>({ apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments', ...child }, (o) => this.enqueueOwner(o));
-    const services = watch<V1Service>({ apiVersion: 'v1', kind: 'Service', plural: 'services', ...child }, (o) => this.enqueueOwner(o));
-    const pods = watch<V1Pod>({ apiVersion: 'v1', kind: 'Pod', plural: 'pods', ...child }, (o) => this.enqueueByLabels(o));
+    // Deployments and Services: every one in the watched namespaces (as controller-runtime's Owns()
+    // does), so a name the cache lacks does not exist and the first apply needs no read; events of
+    // objects we do not control enqueue nothing. Pods: only ours, trimmed to what status reads,
+    // and only changes status would show enqueue their CR.
+    const children = { transform: withoutManagedFields, indexers: { [OWNER_INDEX]: ownerIndex } };
+    const deployments = watch<V1Deployment>({ apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments' }, (_t, o) => this.enqueueOwner(o), children);
+    const services = watch<V1Service>({ apiVersion: 'v1', kind: 'Service', plural: 'services' }, (_t, o) => this.enqueueOwner(o), children);
+    const pods = watch<V1Pod>({ apiVersion: 'v1', kind: 'Pod', plural: 'pods', labelSelector: CHILD_SELECTOR }, (type, o, old) => {
+      if (type !== 'update' || podChanged(old, o)) this.enqueueByLabels(o);
+    }, { transform: podSummary, indexers: { [INSTANCE_INDEX]: instanceIndex } });
 
     const reconciler = new Reconciler({
       kinds: this.kinds, resources, deployments, services, pods,
@@ -49,6 +59,8 @@ export class Operator {
       events: new EventRecorder(kc, settings.fieldManager, log, onRequest),
       fieldManager: settings.fieldManager,
       log,
+      renders: new RenderCache(),
+      pacer: new StatusPacer(settings.statusIntervalMs),
     });
     // One queue for all kinds; a key's first segment is its kind, the metrics' controller label.
     this.queue = new WorkQueue((key) => this.run(key, reconciler), { workers: settings.workers }, queueHooks(metrics, 'appkind', (key) => key.split('/')[0]!));
@@ -59,11 +71,11 @@ export class Operator {
     return this.running.size;
   }
 
-  private async run(key: string, reconciler: Reconciler): Promise<void> {
+  private async run(key: string, reconciler: Reconciler): Promise<HandlerResult> {
     this.running.add(key);
     this.log.debug('reconcile started', { key });
     try {
-      await reconciler.reconcile(key);
+      return await reconciler.reconcile(key);
     } finally {
       this.running.delete(key);
       this.log.debug('reconcile finished', { key });
@@ -78,7 +90,7 @@ export class Operator {
 
   /** Starts reconciling (on becoming leader, or at once without leader election). */
   startWorkers(): void {
-    this.log.info('workers started', { workers: this.settings.workers });
+    this.log.info('workers started', { workers: this.settings.workers, statusIntervalMs: this.settings.statusIntervalMs });
     this.queue.start();
   }
 
@@ -91,6 +103,7 @@ export class Operator {
   async stop(graceMs: number): Promise<boolean> {
     const finished = await this.queue.shutdown(graceMs);
     for (const c of this.caches) c.stop();
+    this.rest.close();
     return finished;
   }
 

@@ -178,10 +178,19 @@ export class WorkQueue {
     } else {
       const requeueAfterMs = outcome.result?.requeueAfterMs;
       this.failures.delete(key);
+      // A retry still pending from an earlier failure is moot now that the key converged.
+      if (requeueAfterMs === undefined) this.cancelDelayed(key);
       this.observe(() => this.hooks.onResult?.(key, requeueAfterMs === undefined ? 'success' : 'requeue', seconds));
       if (requeueAfterMs !== undefined) this.addAfter(key, requeueAfterMs);
     }
     this.finish(key);
+  }
+
+  private cancelDelayed(key: string): void {
+    const pending = this.delayed.get(key);
+    if (!pending) return;
+    clearTimeout(pending.timer);
+    this.delayed.delete(key);
   }
 
   private retry(key: string): void {

@@ -1,13 +1,16 @@
 import { KubernetesObject, V1Deployment, V1OwnerReference, V1Pod, V1Service } from '@kubernetes/client-node';
 import { AppKind, ContainerApp } from 'cdk8s-appkind';
-import { AppResource, appPropsFor, KubeObject, render } from './render.js';
+import { AppResource, appPropsFor, KubeObject } from './render.js';
 import { drift as driftOf } from './apply.js';
-import { ResourceCache } from './cache.js';
+import { INSTANCE_INDEX, OWNER_INDEX, ResourceCache } from './cache.js';
 import { EventRecorder } from './events.js';
 import { apiFailure, describeObject } from './kube.js';
 import { Logger } from './log.js';
 import { imagePolicyFailure } from './policy.js';
+import { HandlerResult } from './queue.js';
+import { RenderCache } from './render-cache.js';
 import { RestClient } from './rest.js';
+import { StatusPacer } from './status-pacer.js';
 import { AppStatus, computeStatus, podsRefusedEvent, ReconcileFailure, replicaFailureOf, statusEqual } from './status.js';
 
 /** A CR as cached: an app resource with the status we wrote. */
@@ -34,6 +37,10 @@ export interface ReconcilerDeps {
   readonly fieldManager: string;
   readonly log: Logger;
   readonly now?: () => Date;
+  /** render() remembered per CR spec; a fresh one when not given. */
+  readonly renders?: RenderCache;
+  /** Coalesces status writes during a rollout; none (write every change) when not given. */
+  readonly pacer?: StatusPacer;
 }
 
 /** Queue key of a CR. */
@@ -52,13 +59,23 @@ export function controllerOf(obj: KubernetesObject): V1OwnerReference | undefine
  * rendered, and writes status only when it changed.
  */
 export class Reconciler {
-  constructor(private readonly deps: ReconcilerDeps) {}
+  private readonly renders: RenderCache;
 
-  async reconcile(key: string): Promise<void> {
+  constructor(private readonly deps: ReconcilerDeps) {
+    this.renders = deps.renders ?? new RenderCache();
+  }
+
+  /** Resolves with a delay when a coalesced status change still waits to be written. */
+  async reconcile(key: string): Promise<HandlerResult> {
     const [kindName, namespace, name] = key.split('/') as [string, string, string];
     const kind = this.deps.kinds.get(kindName);
     const cr = this.deps.resources.get(kindName)?.get(namespace, name);
-    if (!kind || !cr || cr.metadata.deletionTimestamp) return; // gone: the garbage collector removes the children
+    if (!kind || !cr || cr.metadata.deletionTimestamp) {
+      // gone: the garbage collector removes the children
+      this.renders.forget(kindName, namespace, name);
+      this.deps.pacer?.forget(key);
+      return;
+    }
     const log = this.deps.log.child({ key });
 
     // A refused image is never rendered, so nothing is applied or pruned: existing children stay as they were.
@@ -66,16 +83,19 @@ export class Reconciler {
     let desired: KubeObject[] = [];
     if (!failure) {
       try {
-        desired = render(kind, cr).map((obj) => this.owned(obj, cr));
+        desired = this.renders.render(kind, cr).map((obj) => this.owned(obj, cr));
       } catch (e) {
         failure = { reason: 'InvalidSpec', message: (e as Error).message };
       }
     }
-    for (const obj of desired) {
-      failure ??= await this.applyOne(obj, cr, log);
-    }
+    // The children are independent: apply them in parallel, report the first failure in order.
+    // What the API server answered to our applies is newer than the cache (a new Service's NodePort):
+    // status uses it, so a create's first status already carries the NodePort.
+    const fresh = new Map<string, KubernetesObject>();
+    const applied = await Promise.all(desired.map((obj) => this.applyOne(obj, cr, fresh, log)));
+    failure ??= applied.find((f) => f !== undefined);
     if (!failure) failure = await this.prune(cr, desired, log);
-    await this.writeStatus(kind, cr, failure, log);
+    const waitMs = await this.writeStatus(key, kind, cr, failure, fresh, log);
     if (failure) {
       const previous = cr.status?.conditions?.find((c) => c.type === 'Degraded');
       if (previous?.status !== 'True' || previous.message !== failure.message) {
@@ -83,6 +103,7 @@ export class Reconciler {
       }
       throw new ReconcileError(failure);
     }
+    return waitMs > 0 ? { requeueAfterMs: waitMs } : undefined;
   }
 
   private owned(obj: KubeObject, cr: CachedResource): KubeObject {
@@ -98,13 +119,20 @@ export class Reconciler {
     return undefined;
   }
 
-  /** Applies one child unless the live object already holds it. */
-  private async applyOne(obj: KubeObject, cr: CachedResource, log: Logger): Promise<ReconcileFailure | undefined> {
-    let live = this.cacheFor(obj.kind)?.get(obj.metadata.namespace, obj.metadata.name);
-    try {
-      live ??= await this.deps.rest.get(obj);
-    } catch (e) {
-      return { reason: 'ReadFailed', message: `${describeObject(obj)}: ${apiFailure(e).message}` };
+  /**
+   * Applies one child unless the live object already holds it. Deployments and Services are cached
+   * namespace-wide (not only ours), so a synced cache that lacks the name means it does not exist:
+   * no read before the first apply.
+   */
+  private async applyOne(obj: KubeObject, cr: CachedResource, fresh: Map<string, KubernetesObject>, log: Logger): Promise<ReconcileFailure | undefined> {
+    const cache = this.cacheFor(obj.kind);
+    let live = cache?.get(obj.metadata.namespace, obj.metadata.name);
+    if (!cache) {
+      try {
+        live = await this.deps.rest.get(obj);
+      } catch (e) {
+        return { reason: 'ReadFailed', message: `${describeObject(obj)}: ${apiFailure(e).message}` };
+      }
     }
     if (live && controllerOf(live)?.uid !== cr.metadata.uid) {
       return {
@@ -115,7 +143,7 @@ export class Reconciler {
     const drift = driftOf(obj, live);
     if (!drift) return undefined;
     try {
-      await this.deps.rest.apply(obj, this.deps.fieldManager);
+      fresh.set(obj.kind, await this.deps.rest.apply(obj, this.deps.fieldManager));
       log.info(live ? 'applied drifted object' : 'created object', { object: describeObject(obj), field: live ? drift : undefined });
       return undefined;
     } catch (e) {
@@ -128,8 +156,9 @@ export class Reconciler {
   /** Deletes children this CR controls that render() no longer returns. */
   private async prune(cr: CachedResource, desired: KubeObject[], log: Logger): Promise<ReconcileFailure | undefined> {
     const keep = new Set(desired.map((o) => `${o.kind}/${o.metadata.name}`));
-    const children = [...this.deps.deployments.list(cr.metadata.namespace), ...this.deps.services.list(cr.metadata.namespace)]
-      .filter((o) => controllerOf(o)?.uid === cr.metadata.uid && !keep.has(`${o.kind}/${o.metadata?.name}`));
+    const uid = cr.metadata.uid!;
+    const children = [...this.deps.deployments.byIndex(OWNER_INDEX, uid), ...this.deps.services.byIndex(OWNER_INDEX, uid)]
+      .filter((o) => !keep.has(`${o.kind}/${o.metadata?.name}`));
     for (const child of children) {
       try {
         await this.deps.rest.delete(child);
@@ -142,35 +171,40 @@ export class Reconciler {
     return undefined;
   }
 
-  private async writeStatus(kind: AppKind, cr: CachedResource, failure: ReconcileFailure | undefined, log: Logger): Promise<void> {
+  /** Writes status when it changed; returns how long a coalesced change still waits (0: none). */
+  private async writeStatus(key: string, kind: AppKind, cr: CachedResource, failure: ReconcileFailure | undefined, fresh: Map<string, KubernetesObject>, log: Logger): Promise<number> {
     const ns = cr.metadata.namespace!;
     const props = appPropsFor(kind, cr);
     // The same names and labels the construct gives the children.
     const selectorLabels = ContainerApp.selectorLabelsOf(props.name!, props.appName!);
     const names = ContainerApp.objectNames(props.name!);
-    const deployment = this.deps.deployments.get(ns, names.deployment);
+    const deployment = (fresh.get('Deployment') as V1Deployment | undefined) ?? this.deps.deployments.get(ns, names.deployment);
     const status = computeStatus({
       size: props.replicas ?? 1,
       generation: cr.metadata.generation,
       selectorLabels,
       deployment,
-      service: this.deps.services.get(ns, names.service),
-      pods: this.deps.pods.list(ns).filter((p) => Object.entries(selectorLabels).every(([k, v]) => p.metadata?.labels?.[k] === v)),
+      service: (fresh.get('Service') as V1Service | undefined) ?? this.deps.services.get(ns, names.service),
+      pods: this.deps.pods.byIndex(INSTANCE_INDEX, `${ns}/${props.name}`).filter((p) => Object.entries(selectorLabels).every(([k, v]) => p.metadata?.labels?.[k] === v)),
       failure,
       previous: cr.status,
       now: this.deps.now?.() ?? new Date(),
     });
-    if (statusEqual(cr.status, status)) return;
+    if (statusEqual(cr.status, status)) return 0;
+    const waitMs = this.deps.pacer?.delayMs(key, cr.status, status) ?? 0;
+    if (waitMs > 0) return waitMs;
     try {
       // A merge patch keeps fields it does not mention: null removes a NodePort that is gone.
       await this.deps.rest.patchStatus(cr, { ...status, nodePort: status.nodePort ?? null });
+      this.deps.pacer?.wrote(key);
       log.info('status updated', { replicas: status.replicas, readyReplicas: status.readyReplicas, nodes: status.nodes.length, nodePort: status.nodePort });
       // Pods refused by admission (quota, Pod Security, LimitRange): say so where the CR's author looks.
       const refused = podsRefusedEvent(cr.status, status, replicaFailureOf(deployment));
       if (refused) await this.deps.events.record(cr, 'Warning', refused.reason, refused.message, log);
+      return 0;
     } catch (e) {
       const f = apiFailure(e);
-      if (f.code === 404) return; // deleted meanwhile
+      if (f.code === 404) return 0; // deleted meanwhile
       throw new ReconcileError({ reason: 'StatusUpdateFailed', message: `${cr.kind} ${ns}/${cr.metadata.name}: ${f.message}` });
     }
   }

@@ -1,6 +1,6 @@
 import { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
-import { request as httpsRequest, RequestOptions } from 'node:https';
-import { request as httpRequest } from 'node:http';
+import { Agent as HttpsAgent, AgentOptions, request as httpsRequest, RequestOptions } from 'node:https';
+import { Agent as HttpAgent, IncomingHttpHeaders, OutgoingHttpHeaders, request as httpRequest } from 'node:http';
 
 /** The body as JSON; a plain-text body (`404 page not found`) as its message. */
 function parseJson(text: string): unknown {
@@ -29,6 +29,27 @@ export interface RequestOpts {
 export const APPLY_PATCH = 'application/apply-patch+yaml';
 export const MERGE_PATCH = 'application/merge-patch+json';
 
+/** How often credentials are read again (a projected ServiceAccount token is rotated on disk). */
+const CREDENTIALS_TTL_MS = 60_000;
+
+/** What every request carries: auth headers and the one connection pool. */
+interface Credentials {
+  readonly headers: OutgoingHttpHeaders;
+  readonly auth?: string;
+  readonly agent: HttpsAgent | HttpAgent;
+  readonly readAt: number;
+}
+
+/** TLS fields of client-node's request options that the connection pool is built from. */
+const TLS_FIELDS = ['ca', 'cert', 'key', 'pfx', 'passphrase', 'rejectUnauthorized', 'servername'] as const;
+
+function tlsFingerprint(opts: RequestOptions): string {
+  return JSON.stringify(TLS_FIELDS.map((f) => {
+    const v = opts[f];
+    return Buffer.isBuffer(v) ? v.toString('base64') : v;
+  }));
+}
+
 interface Resource {
   readonly name: string;
   readonly namespaced: boolean;
@@ -42,6 +63,9 @@ interface Resource {
 export class RestClient {
   private readonly server: string;
   private readonly discovery = new Map<string, Promise<Resource[]>>();
+  private credentials?: Promise<Credentials>;
+  private pool?: { fingerprint: string; agent: HttpsAgent | HttpAgent };
+  private opened = 0;
 
   constructor(private readonly kc: KubeConfig, private readonly onRequest: (verb: string, code: number) => void = () => undefined) {
     const cluster = kc.getCurrentCluster();
@@ -49,33 +73,117 @@ export class RestClient {
     this.server = cluster.server.replace(/\/$/, '');
   }
 
+  /**
+   * Auth headers and the connection pool. client-node's applyToHTTPSOptions makes a new https.Agent
+   * per call, so a request using it opens a new TLS connection every time; here it is called once a
+   * minute (or after a 401) for the credentials only, and requests share one keep-alive pool, which
+   * is rebuilt only when the TLS material itself changes.
+   */
+  private async auth(refresh = false): Promise<Credentials> {
+    const current = this.credentials && await this.credentials.catch(() => undefined);
+    if (!refresh && current && Date.now() - current.readAt < CREDENTIALS_TTL_MS) return current;
+    const load = (async (): Promise<Credentials> => {
+      const opts: RequestOptions = {};
+      await this.kc.applyToHTTPSOptions(opts);
+      const fresh = opts.agent;
+      const proxied = !!this.kc.getCurrentCluster()?.proxyUrl;
+      let agent: HttpsAgent | HttpAgent;
+      if (proxied && fresh) {
+        agent = fresh as HttpsAgent; // a proxy agent: client-node knows how to build those
+      } else {
+        const fingerprint = tlsFingerprint(opts);
+        if (this.pool?.fingerprint !== fingerprint) {
+          this.pool?.agent.destroy();
+          const agentOpts: AgentOptions = { keepAlive: true, scheduling: 'lifo' };
+          for (const f of TLS_FIELDS) if (opts[f] !== undefined) (agentOpts as Record<string, unknown>)[f] = opts[f];
+          this.pool = { fingerprint, agent: this.server.startsWith('http:') ? new HttpAgent({ keepAlive: true }) : new HttpsAgent(agentOpts) };
+        }
+        agent = this.pool.agent;
+        (fresh as HttpsAgent | undefined)?.destroy();
+      }
+      return { headers: { ...(opts.headers as OutgoingHttpHeaders | undefined) }, auth: opts.auth ?? undefined, agent, readAt: Date.now() };
+    })();
+    this.credentials = load;
+    return load;
+  }
+
+  /** Connections opened so far (requests on a kept-alive connection do not count). */
+  get connectionsOpened(): number {
+    return this.opened;
+  }
+
+  /** Closes the pooled connections (the process keeps running otherwise until they time out). */
+  close(): void {
+    this.pool?.agent.destroy();
+  }
+
   async request<T>(method: string, path: string, opts: RequestOpts = {}): Promise<T> {
     const url = new URL(this.server + path);
     for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
     const body = opts.body === undefined ? undefined : JSON.stringify(opts.body);
-    const options: RequestOptions = { method, headers: { Accept: 'application/json' } };
-    await this.kc.applyToHTTPSOptions(options);
-    options.headers = { ...options.headers, ...(body !== undefined ? { 'Content-Type': opts.contentType ?? 'application/json', 'Content-Length': Buffer.byteLength(body) } : {}) };
+    let refresh = false;
+    let resent = false;
+    let reauthed = false;
+    for (;;) {
+      const creds = await this.auth(refresh);
+      refresh = false;
+      let sent: { code: number; text: string; headers: IncomingHttpHeaders };
+      try {
+        sent = await this.send(url, method, path, body, opts.contentType, creds);
+      } catch (e) {
+        // A kept-alive socket the server closed meanwhile (an API server restart, an idle timeout)
+        // fails on first use; the request never reached the server, so sending it again is safe.
+        if ((e as { reused?: boolean }).reused && !resent) {
+          resent = true;
+          continue;
+        }
+        this.onRequest(method, 0);
+        throw new ApiError(0, 'ConnectionFailed', `${method} ${path}: ${(e as Error).message}`, method, path);
+      }
+      const { code, text } = sent;
+      // Expired or rotated credentials: read them again and retry once.
+      if (code === 401 && !reauthed) {
+        this.onRequest(method, code);
+        reauthed = refresh = true;
+        continue;
+      }
+      this.onRequest(method, code);
+      const parsed = parseJson(text);
+      if (code >= 200 && code < 300) return parsed as T;
+      const status = (parsed ?? {}) as { reason?: string; message?: string };
+      throw new ApiError(code, status.reason ?? 'Unknown', status.message ?? (text || `HTTP ${code}`), method, path);
+    }
+  }
+
+  private send(url: URL, method: string, path: string, body: string | undefined, contentType: string | undefined, creds: Credentials): Promise<{ code: number; text: string; headers: IncomingHttpHeaders }> {
+    const options: RequestOptions = {
+      method,
+      agent: creds.agent,
+      auth: creds.auth,
+      headers: {
+        ...creds.headers,
+        Accept: 'application/json',
+        ...(body !== undefined ? { 'Content-Type': contentType ?? 'application/json', 'Content-Length': Buffer.byteLength(body) } : {}),
+      },
+    };
     const send = url.protocol === 'http:' ? httpRequest : httpsRequest;
-    const { code, text } = await new Promise<{ code: number; text: string }>((resolve, reject) => {
+    return new Promise((resolve, reject) => {
       const req = send(url, options, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ code: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+        res.on('end', () => resolve({ code: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), headers: res.headers }));
         res.on('error', reject);
       });
-      req.on('error', reject);
+      req.on('socket', () => {
+        if (!req.reusedSocket) this.opened++;
+      });
+      req.on('error', (e: NodeJS.ErrnoException) => {
+        const reused = req.reusedSocket && (e.code === 'ECONNRESET' || e.code === 'EPIPE');
+        reject(Object.assign(e, { reused }));
+      });
       req.setTimeout(60_000, () => req.destroy(new Error(`${method} ${path}: no answer within 60 s`)));
       req.end(body);
-    }).catch((e: Error) => {
-      this.onRequest(method, 0);
-      throw new ApiError(0, 'ConnectionFailed', `${method} ${path}: ${e.message}`, method, path);
     });
-    this.onRequest(method, code);
-    const parsed = parseJson(text);
-    if (code >= 200 && code < 300) return parsed as T;
-    const status = (parsed ?? {}) as { reason?: string; message?: string };
-    throw new ApiError(code, status.reason ?? 'Unknown', status.message ?? (text || `HTTP ${code}`), method, path);
   }
 
   /** URL path of a collection or, with a name, of one object; resource names come from discovery. */

@@ -280,7 +280,7 @@ export class OperatorBundle extends Construct {
     return [
       value('APPKIND_KINDS', JSON.stringify(props.kinds)),
       value('WATCH_NAMESPACE', (props.watchNamespaces ?? []).join(',')),
-      value('WORKERS', props.workers ?? 2),
+      value('WORKERS', props.workers ?? 8),
       value('LOG_LEVEL', props.logLevel ?? LogLevel.INFO),
       value('METRICS_PORT', METRICS_PORT),
       value('HEALTH_PORT', HEALTH_PORT),

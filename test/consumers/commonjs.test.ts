@@ -47,7 +47,8 @@ describe('plain JavaScript project (require)', () => {
     const project = freshDir('commonjs');
     try {
       writeFileSync(join(project, 'package.json'), JSON.stringify({
-        name: 'commonjs-consumer', private: true, scripts: { test: 'node --test', synth: 'node main.js' },
+        // TAP output on every Node.js release (the default reporter is spec from Node.js 23 on).
+        name: 'commonjs-consumer', private: true, scripts: { test: 'node --test --test-reporter=tap', synth: 'node main.js' },
       }, null, 2));
       writeFileSync(join(project, 'chart.js'), CHART_JS);
       writeFileSync(join(project, 'main.js'), MAIN_JS);

@@ -89,7 +89,7 @@ describe('real control plane', () => {
     const nodePort = service.spec?.ports?.[0]?.nodePort ?? 0;
     expect(nodePort).toBeGreaterThanOrEqual(30000);
     expect(nodePort).toBeLessThanOrEqual(32767);
-    expect(service.spec?.clusterIP).toMatch(/^10\.0\.0\.\d+$/);
+    expect(service.spec?.clusterIP).toMatch(/^10\.0\.\d+\.\d+$/); // SERVICE_CLUSTER_IP_RANGE, a /16
   });
 
   test('RBAC allows a ServiceAccount what its Role grants and denies the rest', async () => {

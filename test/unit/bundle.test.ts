@@ -2,6 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { Chart, Testing } from 'cdk8s';
 import { AppKind, LogLevel, OperatorBundle, OperatorBundleProps } from 'cdk8s-appkind';
 import { kindsFromDocument, SAMPLE_KIND } from '../../operator/config.js';
+import { DEFAULT_WORKERS } from '../../operator/settings.js';
 
 const TAKARA: AppKind = {
   group: 'maho.takara.org',
@@ -233,6 +234,10 @@ describe('OperatorBundle', () => {
       POD_NAMESPACE: { fieldRef: { fieldPath: 'metadata.namespace' } },
     });
     expect(one(objs, 'Deployment').spec!.replicas).toBe(2);
+  });
+
+  it('runs as many workers as the operator does by default', () => {
+    expect(envOf(synth()).WORKERS).toBe(String(DEFAULT_WORKERS));
   });
 
   it('selects its pods by fixed labels, independent of the construct path', () => {

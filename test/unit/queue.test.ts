@@ -195,6 +195,25 @@ describe('WorkQueue', () => {
     expect(results).toEqual(['requeue', 'success']);
   });
 
+  it('drops a pending retry when the key succeeds meanwhile', async () => {
+    let calls = 0;
+    const retries: number[] = [];
+    const q = new WorkQueue(
+      async () => {
+        if (++calls === 1) throw new Error('first run fails');
+      },
+      { workers: 1, baseDelayMs: 60_000 },
+      { onRetry: (_k, failures) => retries.push(failures) },
+    );
+    q.start();
+    q.add('a');
+    await q.whenIdle({ ignoreDelayed: true });
+    expect(retries).toEqual([1]); // a retry is pending, a minute away
+    q.add('a'); // an event brings the key back now, and it succeeds
+    await q.whenIdle(); // resolves only because the pending retry was dropped
+    expect(calls).toBe(2);
+  });
+
   it('on shutdown stops taking work and waits for in-flight handlers', async () => {
     const r = recorder({ block: true });
     const q = new WorkQueue(r.handler, { workers: 1 });

@@ -9,7 +9,8 @@ export interface Ports {
   kwok: number;
 }
 
-export const SERVICE_CLUSTER_IP_RANGE = '10.0.0.0/24';
+// A /16 holds 65k Services: every app CR owns one, and a /24 (~250) ran out in benchmarks.
+export const SERVICE_CLUSTER_IP_RANGE = '10.0.0.0/16';
 export const NODE_PORT_RANGE = '30000-32767';
 export const SERVICE_ACCOUNT_ISSUER = 'https://kubernetes.default.svc.cluster.local';
 /** Annotation kwok is told to manage; the fake node carries it. */
@@ -41,6 +42,8 @@ export interface ApiserverFiles {
   serviceAccountPrivateKey: string;
   auditPolicy?: string;
   auditLog?: string;
+  /** `--service-node-port-range`; default NODE_PORT_RANGE (2768 ports, one per NodePort Service). */
+  nodePortRange?: string;
 }
 
 export function apiserverArgs(ports: Ports, files: ApiserverFiles): string[] {
@@ -60,7 +63,7 @@ export function apiserverArgs(ports: Ports, files: ApiserverFiles): string[] {
     `--service-account-key-file=${files.serviceAccountPublicKey}`,
     `--service-account-signing-key-file=${files.serviceAccountPrivateKey}`,
     `--service-cluster-ip-range=${SERVICE_CLUSTER_IP_RANGE}`,
-    `--service-node-port-range=${NODE_PORT_RANGE}`,
+    `--service-node-port-range=${files.nodePortRange ?? NODE_PORT_RANGE}`,
     '--profiling=false',
     // That plugin gives every new Node a not-ready NoSchedule taint which only the node-lifecycle
     // controller removes; we run no such controller, and kwok's fake node is Ready by construction.

@@ -1,5 +1,5 @@
 // A real Kubernetes control plane on loopback (etcd, kube-apiserver, kube-controller-manager and,
-// when built, kube-scheduler + kwok with one fake node) for tests, `npm start` and benchmarks.
+// when built, kube-scheduler + kwok with fake nodes, one per 2000 pods) for tests, `npm start` and benchmarks.
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
@@ -19,7 +19,7 @@ import {
   type ApiserverFiles,
   type Ports,
 } from './components.js';
-import { createFakeNode, fakeNodeReady } from './fake-node.js';
+import { createFakeNodes, fakeNodeCount, fakeNodesReady } from './fake-node.js';
 import { ADMIN_USER, writeAdminTokenFile, writeAuditPolicy, writeKubeconfig, writeServiceAccountKeys } from './files.js';
 import { freePorts } from './ports.js';
 import { answers200, waitFor } from './readiness.js';
@@ -40,6 +40,10 @@ export interface ControlPlaneOptions {
   binaries?: Binaries;
   /** Per readiness step. Default 60 s. */
   timeoutMs?: number;
+  /** Pods the run will hold: one kwok fake node per 2000. Default 2000 (one node). */
+  pods?: number;
+  /** `--service-node-port-range`, e.g. `30000-39999` for more than 2768 NodePort Services. */
+  nodePortRange?: string;
 }
 
 export type RestartableComponent = 'etcd' | 'kube-apiserver';
@@ -63,6 +67,8 @@ export class ControlPlane implements Stoppable {
   private readonly adminToken: string;
   private readonly timeoutMs: number;
   private readonly log: (line: string) => void;
+  private readonly fakeNodes: number;
+  private readonly nodePortRange?: string;
   private caPem = '';
   private stopping?: Promise<void>;
 
@@ -82,6 +88,8 @@ export class ControlPlane implements Stoppable {
     this.hasScheduler = hasScheduler;
     this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.log = opts.log ?? (() => undefined);
+    this.fakeNodes = fakeNodeCount(opts.pods);
+    this.nodePortRange = opts.nodePortRange;
   }
 
   static async start(opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
@@ -147,6 +155,7 @@ export class ControlPlane implements Stoppable {
       tokenFile: join(this.dir, 'tokens.csv'),
       serviceAccountPublicKey: keys.publicKeyPath,
       serviceAccountPrivateKey: keys.privateKeyPath,
+      nodePortRange: this.nodePortRange,
     };
     if (this.auditLogPath) {
       files.auditPolicy = join(this.dir, 'audit-policy.yaml');
@@ -190,9 +199,9 @@ export class ControlPlane implements Stoppable {
   }
 
   private async waitForFakeNode(kc: KubeConfig): Promise<void> {
-    await createFakeNode(kc);
+    await createFakeNodes(kc, this.fakeNodes);
     const watched = [this.component('kwok'), this.component('kube-scheduler')];
-    await waitFor('fake node Ready (kwok)', () => fakeNodeReady(kc), this.waitOpts(watched));
+    await waitFor(`${this.fakeNodes} fake node(s) Ready (kwok)`, () => fakeNodesReady(kc, this.fakeNodes), this.waitOpts(watched));
   }
 
   private waitOpts(components: Component[]): { timeoutMs: number; components: Component[] } {
@@ -236,6 +245,15 @@ export class ControlPlane implements Stoppable {
   async readAuditLog(): Promise<AuditEvent[]> {
     if (!this.auditLogPath) throw new Error('controlplane: started without auditLog: true');
     return readAuditLogFile(this.auditLogPath);
+  }
+
+  /** Process ids of the running components (for CPU and memory figures from /proc). */
+  pids(): Partial<Record<ComponentName, number>> {
+    const pids: Partial<Record<ComponentName, number>> = {};
+    for (const [name, component] of this.components) {
+      if (component.pid !== undefined) pids[name] = component.pid;
+    }
+    return pids;
   }
 
   /** Log file of a component, e.g. for a test's failure message. */

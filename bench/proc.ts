@@ -1,0 +1,27 @@
+// CPU time and memory of a process from /proc (Linux), for the benchmark's cost figures.
+import { readFileSync } from 'node:fs';
+
+/** Clock ticks per second of /proc/<pid>/stat times (USER_HZ; 100 on every Linux the project runs on). */
+const TICKS_PER_SECOND = 100;
+
+/** User + system CPU seconds the process has used so far. */
+export function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name (which may hold spaces) start at field 3 (state).
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const utime = Number(fields[11]);
+  const stime = Number(fields[12]);
+  return (utime + stime) / TICKS_PER_SECOND;
+}
+
+/** A /proc/<pid>/status memory field (VmRSS, VmHWM) in MiB. */
+export function memoryMiB(pid: number, field: 'VmRSS' | 'VmHWM'): number {
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith(`${field}:`));
+  return Math.round(Number(line?.split(/\s+/)[1] ?? 0) / 1024);
+}
+
+/** CPU seconds a process uses between start() and the returned stop(). */
+export function cpuMeter(pid: number): () => number {
+  const before = cpuSeconds(pid);
+  return () => Math.round((cpuSeconds(pid) - before) * 100) / 100;
+}

@@ -1,0 +1,66 @@
+import { describe, expect, it } from '@jest/globals';
+import { V1Deployment, V1Pod } from '@kubernetes/client-node';
+import { instanceIndex, ownerIndex, podChanged, podSummary, withoutManagedFields } from '../../operator/cache.js';
+import { SAMPLE_KIND } from '../../operator/config.js';
+import { render } from '../../operator/render.js';
+import { RenderCache } from '../../operator/render-cache.js';
+
+const pod: V1Pod = {
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: {
+    name: 'a-deployment-1', namespace: 'ns', uid: 'u1', resourceVersion: '7',
+    labels: { 'app.kubernetes.io/instance': 'a' },
+    ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'rs', uid: 'rs1', controller: true }],
+    managedFields: [{ manager: 'kubelet', operation: 'Update' }],
+  },
+  spec: { containers: [{ name: 'c', image: 'x' }] },
+  status: { phase: 'Running', podIP: '10.0.0.1', conditions: [{ type: 'PodScheduled', status: 'True' }, { type: 'Ready', status: 'True' }] },
+};
+
+describe('cache trims and indexes', () => {
+  it('keeps of a pod only what status reads', () => {
+    const s = podSummary(pod);
+    expect(s).toEqual({
+      apiVersion: 'v1', kind: 'Pod',
+      metadata: { name: 'a-deployment-1', namespace: 'ns', uid: 'u1', resourceVersion: '7', labels: { 'app.kubernetes.io/instance': 'a' }, ownerReferences: pod.metadata!.ownerReferences },
+      status: { conditions: [{ type: 'Ready', status: 'True' }] },
+    });
+    expect(instanceIndex(s)).toEqual(['ns/a']);
+  });
+
+  it('sees a pod change only when readiness, deletion or labels change', () => {
+    const s = podSummary(pod);
+    expect(podChanged(s, podSummary({ ...pod, metadata: { ...pod.metadata, resourceVersion: '8' }, status: { ...pod.status, podIP: '10.0.0.2' } }))).toBe(false);
+    expect(podChanged(s, podSummary({ ...pod, status: { conditions: [{ type: 'Ready', status: 'False' }] } }))).toBe(true);
+    expect(podChanged(s, podSummary({ ...pod, metadata: { ...pod.metadata, deletionTimestamp: new Date() } }))).toBe(true);
+    expect(podChanged(undefined, s)).toBe(true);
+  });
+
+  it('drops managedFields and indexes children by their controller uid', () => {
+    const d: V1Deployment = { metadata: { name: 'd', managedFields: [{ manager: 'm' }], ownerReferences: [{ apiVersion: 'v', kind: 'K', name: 'a', uid: 'cr1', controller: true }] }, spec: { selector: {}, template: {} } };
+    const trimmed = withoutManagedFields(d);
+    expect(trimmed.metadata).not.toHaveProperty('managedFields');
+    expect(trimmed.spec).toBe(d.spec);
+    expect(d.metadata!.managedFields).toHaveLength(1); // the original is left alone
+    expect(ownerIndex(trimmed)).toEqual(['cr1']);
+    expect(ownerIndex({ metadata: { name: 'x' } })).toEqual([]);
+  });
+});
+
+describe('RenderCache', () => {
+  const cr = (size: number) => ({ apiVersion: 'v', kind: SAMPLE_KIND.kind, metadata: { name: 'a', namespace: 'ns', uid: 'u' }, spec: { size } });
+
+  it('renders what render() renders, once per spec', () => {
+    const cache = new RenderCache();
+    const first = cache.render(SAMPLE_KIND, cr(2));
+    expect(first).toEqual(render(SAMPLE_KIND, cr(2)));
+    // A new object with the same spec (another event of the CR) is a hit.
+    expect(cache.render(SAMPLE_KIND, { ...cr(2), metadata: { ...cr(2).metadata, generation: 1 } })).toBe(first);
+    const scaled = cache.render(SAMPLE_KIND, cr(3));
+    expect(scaled).not.toBe(first);
+    expect(scaled.find((o) => o.kind === 'Deployment')).toMatchObject({ spec: { replicas: 3 } });
+    cache.forget(SAMPLE_KIND.kind, 'ns', 'a');
+    expect(cache.size).toBe(0);
+  });
+});
