@@ -5,7 +5,8 @@
 // observedGeneration == generation, status.nodes equal to the pods in the cluster, the children
 // carrying every field render() sets, no child without its CR, deleted CRs' children gone.
 //
-// LOAD_CRS (default 300) sets the batch size; a smaller one is for developing the test only.
+// LOAD_CRS (default 300) sets the batch size (a smaller one is for developing the test only);
+// LOAD_DEBUG=1 prints what is still unconverged on each poll.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { CoreV1Api, KubernetesObject, V1Pod } from '@kubernetes/client-node';
 import { ContainerApp } from 'cdk8s-appkind';
