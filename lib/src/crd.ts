@@ -1,5 +1,6 @@
 import { k8s } from 'cdk8s-plus-27';
 import { Construct } from 'constructs';
+import { ContainerApp } from './app';
 import { AppKind } from './appkind';
 import { ImagePolicy } from './imagepolicy';
 
@@ -23,6 +24,18 @@ export class AppKindCrd extends Construct {
   public static readonly DEFAULT_MAX_SIZE = 100;
   /** Longest `spec.image`: far above real references, and it bounds the cost of the image policy's CEL rule. */
   public static readonly MAX_IMAGE_LENGTH = 512;
+  /**
+   * Longest name of a resource of an app kind: its Service `<name>-svc` must be a DNS-1035 label (63
+   * characters), its Deployment `<name>-deployment` a DNS-1123 subdomain (253), and the name is also a
+   * label value (63). The tightest of these wins.
+   */
+  public static readonly MAX_NAME_LENGTH = Math.min(
+    63 - (ContainerApp.objectNames('').service.length),
+    253 - (ContainerApp.objectNames('').deployment.length),
+    63,
+  );
+  /** What a resource's name must match so its Service name is a DNS-1035 label. */
+  public static readonly NAME_PATTERN = '^[a-z]([-a-z0-9]*[a-z0-9])?$';
 
   /** Name of an app kind's CRD, `<plural>.<group>`. */
   public static nameOf(appKind: AppKind): string {
@@ -81,6 +94,8 @@ function imageSchema(kind: AppKind): k8s.JsonSchemaProps {
     type: 'string',
     minLength: 1,
     maxLength: AppKindCrd.MAX_IMAGE_LENGTH,
+    // An image reference has no whitespace; refusing it here names the field instead of a pull error later.
+    pattern: '^[^\\s]+$',
     description: `Container image. ${allowed} Defaults to ${kind.image}.`,
     xKubernetesValidations: policy.allowsAny ? undefined : [{ rule: policy.celRule(), message: policy.message() }],
   };
@@ -92,6 +107,18 @@ function schema(kind: AppKind): k8s.JsonSchemaProps {
   return {
     type: 'object',
     description: `${kind.kind} runs ${kind.image} (port ${kind.port}) as a Deployment behind a NodePort Service.`,
+    // The children's names derive from the resource's name: refuse at admission a name they could not have,
+    // rather than accept it and fail every apply later (Degraded ApplyFailed).
+    xKubernetesValidations: [
+      {
+        rule: `self.metadata.name.size() <= ${AppKindCrd.MAX_NAME_LENGTH}`,
+        message: `metadata.name must be at most ${AppKindCrd.MAX_NAME_LENGTH} characters: the Service "<name>-svc" is a DNS label of at most 63`,
+      },
+      {
+        rule: `self.metadata.name.matches('${AppKindCrd.NAME_PATTERN}')`,
+        message: 'metadata.name must start with a letter and hold only lowercase letters, digits and "-" (no "."): the Service "<name>-svc" is a DNS-1035 label',
+      },
+    ],
     properties: {
       apiVersion: { type: 'string' },
       kind: { type: 'string' },

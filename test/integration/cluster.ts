@@ -3,6 +3,7 @@ import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { readAuditLogFile, type AuditEvent } from '../../tools/controlplane/audit.js';
+import { NODE_PORT_RANGE } from '../../tools/controlplane/components.js';
 import { waitFor } from '../../tools/controlplane/readiness.js';
 import { writeServiceAccountKubeconfig } from '../../tools/controlplane/serviceaccount.js';
 
@@ -64,4 +65,25 @@ export async function createTestNamespace(kc: KubeConfig, prefix = 'test'): Prom
 /** Polls until `check` returns true (exceptions count as "not yet"); fails after `timeoutMs`. */
 export function eventually(what: string, check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
   return waitFor(what, check, { timeoutMs, intervalMs: 250 });
+}
+
+/**
+ * NodePorts free right now in the band the API server keeps for fixed ports: since Kubernetes 1.27 the
+ * allocator hands out random ports from the upper band of the range and takes the lower band only when
+ * the upper one is full, so a free port there stays free unless another test asks for it by number.
+ * Picked at random so test files sharing the cluster rarely ask for the same one.
+ */
+export async function freeStaticNodePorts(kc: KubeConfig, count: number): Promise<number[]> {
+  const [min, max] = NODE_PORT_RANGE.split('-').map(Number) as [number, number];
+  const size = max - min + 1;
+  const band = Math.min(Math.max(16, Math.floor(size / 32)), 128);
+  const services = await kc.makeApiClient(CoreV1Api).listServiceForAllNamespaces();
+  const used = new Set(services.items.flatMap((s) => (s.spec?.ports ?? []).map((p) => p.nodePort)));
+  const free = Array.from({ length: band }, (_, i) => min + i).filter((p) => !used.has(p));
+  if (free.length < count) throw new Error(`only ${free.length} free NodePorts in ${min}-${min + band - 1}, need ${count}`);
+  for (let i = free.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [free[i], free[j]] = [free[j]!, free[i]!];
+  }
+  return free.slice(0, count);
 }

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { SAMPLE_KIND } from '../../operator/config.js';
 import { ApiError, RestClient } from '../../operator/rest.js';
-import { createTestNamespace, eventually, readSharedAuditLog, sharedCluster } from './cluster.js';
+import { createTestNamespace, eventually, freeStaticNodePorts, readSharedAuditLog, sharedCluster } from './cluster.js';
 import { installCrds, installOperatorIdentity, OPERATOR_SA, OperatorProcess } from './operator-process.js';
 
 type Obj = KubernetesObject & { spec?: Record<string, unknown> };
@@ -151,16 +151,19 @@ describe('errors', () => {
   });
 
   test('an apply the API server rejects (a NodePort already taken): Degraded with its message, then recovery', async () => {
-    await createAndConverge('np-a', { size: 1, nodePort: 30950 });
-    await rest.apply({ ...crRef('np-b'), spec: { size: 1, nodePort: 30950 } }, 'test-user');
+    // Ports from the band the allocator keeps for fixed ports, free when picked: a random NodePort of a
+    // parallel test file cannot take them meanwhile (a fixed 30950 once could).
+    const [taken, other] = (await freeStaticNodePorts(kc, 2)) as [number, number];
+    await createAndConverge('np-a', { size: 1, nodePort: taken });
+    await rest.apply({ ...crRef('np-b'), spec: { size: 1, nodePort: taken } }, 'test-user');
     await eventually('np-b Degraded', async () => (await condition('np-b', 'Degraded'))?.status === 'True');
     const degraded = (await condition('np-b', 'Degraded'))!;
     expect(degraded.reason).toBe('ApplyFailed');
     expect(degraded.message).toMatch(/Service .*\/np-b-svc: .*provided port is already allocated/);
     await eventually('an ApplyFailed Event', async () => (await rest.list<Event>('v1', 'Event', ns)).items.some((e) => e.involvedObject.name === 'np-b' && e.reason === 'ApplyFailed'));
-    await rest.apply({ ...crRef('np-b'), spec: { size: 1, nodePort: 30951 } }, 'test-user');
+    await rest.apply({ ...crRef('np-b'), spec: { size: 1, nodePort: other } }, 'test-user');
     await eventually('np-b recovered', async () => (await condition('np-b', 'Degraded'))?.status === 'False');
-    expect((await rest.get<Service>(serviceRef('np-b')))!.spec.ports[0]!.nodePort).toBe(30951);
+    expect((await rest.get<Service>(serviceRef('np-b')))!.spec.ports[0]!.nodePort).toBe(other);
   });
 
   test('the operator is still running after all of it', () => {

@@ -49,6 +49,13 @@ describe('AppKindCrd', () => {
     expect(structuralProblems(schema, 'openAPIV3Schema')).toEqual([]);
   });
 
+  test('refuses names whose Service "<name>-svc" would not be a DNS-1035 label, at the root of the schema', () => {
+    expect(AppKindCrd.MAX_NAME_LENGTH).toBe(63 - '-svc'.length);
+    const rules = (schema['x-kubernetes-validations'] as { rule: string; message: string }[]).map((r) => r.rule);
+    expect(rules).toEqual([`self.metadata.name.size() <= 59`, `self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')`]);
+    expect(spec.image).toMatchObject({ pattern: '^[^\\s]+$' });
+  });
+
   test('validates size, image, port and nodePort', () => {
     expect(spec.size).toMatchObject({ type: 'integer', minimum: 0, maximum: 100, default: 1 });
     expect(spec.image).toMatchObject({ type: 'string', minLength: 1 });
