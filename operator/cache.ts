@@ -63,6 +63,20 @@ export function withoutManagedFields<T extends KubernetesObject>(obj: T): T {
 }
 
 /**
+ * The object with only `manager`'s server-side apply entry of managedFields, and of it only the field
+ * set: the reconciler compares it with what render() gives to release fields no longer rendered
+ * (firstReleased). The other managers' entries, most of the object's size, are dropped.
+ */
+export function withOwnManagedFields(manager: string): <T extends KubernetesObject>(obj: T) => T {
+  return <T extends KubernetesObject>(obj: T): T => {
+    const own = obj.metadata?.managedFields?.find((m) => m.manager === manager && m.operation === 'Apply');
+    const trimmed = withoutManagedFields(obj);
+    if (!own) return trimmed;
+    return { ...trimmed, metadata: { ...trimmed.metadata, managedFields: [{ manager, operation: 'Apply', fieldsV1: own.fieldsV1 }] } };
+  };
+}
+
+/**
  * What status needs of a pod: its name, labels, owners, whether it is terminating, and Ready.
  * Everything else (spec, most of status) is dropped before the pod is cached.
  */

@@ -1,6 +1,6 @@
 import { KubeConfig, KubernetesObject, V1Deployment, V1Pod, V1Service } from '@kubernetes/client-node';
 import { AppKind, AppKindCrd, ContainerApp } from 'cdk8s-appkind';
-import { INSTANCE_INDEX, instanceIndex, OWNER_INDEX, ownerIndex, podChanged, podSummary, ResourceCache, withoutManagedFields } from './cache.js';
+import { INSTANCE_INDEX, instanceIndex, OWNER_INDEX, ownerIndex, podChanged, podSummary, ResourceCache, withOwnManagedFields, withoutManagedFields } from './cache.js';
 import { EventRecorder } from './events.js';
 import { IndexFunc, Informer, InformerHandler, InformerSource } from './informer.js';
 import { Logger } from './log.js';
@@ -46,7 +46,8 @@ export class Operator {
     // does), so a name the cache lacks does not exist and the first apply needs no read; events of
     // objects we do not control enqueue nothing. Pods: only ours, trimmed to what status reads,
     // and only changes status would show enqueue their CR.
-    const children = { transform: withoutManagedFields, indexers: { [OWNER_INDEX]: ownerIndex } };
+    // Children keep our own apply entry of managedFields: what we own, to release what render() stops giving.
+    const children = { transform: withOwnManagedFields(settings.fieldManager), indexers: { [OWNER_INDEX]: ownerIndex } };
     const deployments = watch<V1Deployment>({ apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments' }, (_t, o) => this.enqueueOwner(o), children);
     const services = watch<V1Service>({ apiVersion: 'v1', kind: 'Service', plural: 'services' }, (_t, o) => this.enqueueOwner(o), children);
     const pods = watch<V1Pod>({ apiVersion: 'v1', kind: 'Pod', plural: 'pods', labelSelector: CHILD_SELECTOR }, (type, o, old) => {

@@ -1,7 +1,7 @@
 import { KubernetesObject, V1Deployment, V1OwnerReference, V1Pod, V1Service } from '@kubernetes/client-node';
 import { AppKind, ContainerApp } from 'cdk8s-appkind';
 import { AppResource, appPropsFor, KubeObject } from './render.js';
-import { drift as driftOf } from './apply.js';
+import { appliedFieldsOf, drift as driftOf, firstReleased } from './apply.js';
 import { INSTANCE_INDEX, OWNER_INDEX, ResourceCache } from './cache.js';
 import { EventRecorder } from './events.js';
 import { apiFailure, describeObject } from './kube.js';
@@ -140,7 +140,10 @@ export class Reconciler {
         message: `${describeObject(obj)} already exists and is not owned by ${cr.kind} ${cr.metadata.namespace}/${cr.metadata.name}; delete or rename it, or rename the ${cr.kind}`,
       };
     }
-    const drift = driftOf(obj, live);
+    // A changed or missing field, or one we own that render() no longer gives (released by the apply).
+    const owned = appliedFieldsOf(live, this.deps.fieldManager);
+    const released = owned && firstReleased(owned, obj);
+    const drift = driftOf(obj, live) ?? (released ? `released ${released}` : undefined);
     if (!drift) return undefined;
     try {
       fresh.set(obj.kind, await this.deps.rest.apply(obj, this.deps.fieldManager));

@@ -1,5 +1,6 @@
 import { describe, expect, test } from '@jest/globals';
-import { drift, isSubset } from '../../operator/apply.js';
+import { appliedFieldsOf, drift, firstReleased, isSubset } from '../../operator/apply.js';
+import { withOwnManagedFields } from '../../operator/cache.js';
 
 const desired = {
   apiVersion: 'v1', kind: 'Service', metadata: { name: 's', labels: { a: '1' } },
@@ -44,5 +45,55 @@ describe('drift (steady state sends nothing)', () => {
     expect(isSubset({ a: false }, { a: 'false' })).toBe(false);
     expect(isSubset({ a: [1] }, { a: { 0: 1 } })).toBe(false);
     expect(isSubset({ a: { b: 1 } }, { a: null })).toBe(false);
+  });
+});
+
+describe('firstReleased (fields we own that render() stopped giving)', () => {
+  // What the API server records for an apply of `desired` with a fixed nodePort (protocol defaulted into the key).
+  const owned = {
+    'f:metadata': { 'f:labels': { 'f:a': {} } },
+    'f:spec': {
+      'f:type': {},
+      'f:ports': { 'k:{"port":5000,"protocol":"TCP"}': { '.': {}, 'f:name': {}, 'f:port': {}, 'f:targetPort': {}, 'f:nodePort': {} } },
+      'f:selector': {},
+    },
+  };
+
+  test('every owned field still rendered: nothing to release', () => {
+    const withPort = JSON.parse(JSON.stringify(desired));
+    withPort.spec.ports[0].nodePort = 31000;
+    expect(firstReleased(owned, withPort)).toBeUndefined();
+  });
+
+  test('a nodePort no longer rendered is named by its path in the keyed list', () => {
+    expect(firstReleased(owned, desired)).toBe('spec.ports[k:{"port":5000,"protocol":"TCP"}].nodePort');
+  });
+
+  test('a label no longer rendered, and a list element whose key changed', () => {
+    const noLabel = { ...desired, metadata: { name: 's' } };
+    expect(firstReleased(owned, noLabel)).toBe('metadata.labels');
+    const otherPort = JSON.parse(JSON.stringify(desired));
+    otherPort.spec.ports[0].port = 8080;
+    expect(firstReleased(owned, otherPort)).toBe('spec.ports[k:{"port":5000,"protocol":"TCP"}]');
+  });
+
+  test('set entries (v:) and the entry of our manager only', () => {
+    expect(firstReleased({ 'f:args': { 'v:"--a"': {} } }, { args: ['--a', '--b'] })).toBeUndefined();
+    expect(firstReleased({ 'f:args': { 'v:"--c"': {} } }, { args: ['--a'] })).toBe('args[v:"--c"]');
+    const live = { metadata: { managedFields: [
+      { manager: 'kubectl', operation: 'Update', fieldsV1: { 'f:spec': {} } },
+      { manager: 'appkind-operator', operation: 'Apply', fieldsV1: owned },
+    ] } };
+    expect(appliedFieldsOf(live, 'appkind-operator')).toBe(owned);
+    expect(appliedFieldsOf(live, 'someone')).toBeUndefined();
+  });
+
+  test('the cache keeps only our apply entry of managedFields', () => {
+    const obj = { metadata: { name: 'x', managedFields: [
+      { manager: 'kube-controller-manager', operation: 'Update', fieldsV1: { 'f:status': {} }, time: new Date() },
+      { manager: 'appkind-operator', operation: 'Apply', fieldsV1: owned, time: new Date() },
+    ] } };
+    expect(withOwnManagedFields('appkind-operator')(obj).metadata.managedFields).toEqual([{ manager: 'appkind-operator', operation: 'Apply', fieldsV1: owned }]);
+    expect(withOwnManagedFields('other')(obj).metadata.managedFields).toBeUndefined();
   });
 });

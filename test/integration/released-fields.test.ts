@@ -1,0 +1,97 @@
+// Fields render() stops giving are released from the live objects, as a server-side apply of the new
+// desired object does, and steady state still sends nothing: the reconciler compares the field set it
+// owns (its managedFields entry) with what it renders, not only the rendered values with the live ones.
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { KubeConfig, KubernetesObject, V1Deployment, V1Service } from '@kubernetes/client-node';
+import { SAMPLE_KIND } from '../../operator/config.js';
+import { RestClient } from '../../operator/rest.js';
+import { createTestNamespace, eventually, freeStaticNodePorts, readSharedAuditLog, sharedCluster } from './cluster.js';
+import { installCrds, installOperatorIdentity, OPERATOR_SA, OperatorProcess } from './operator-process.js';
+
+type Condition = { type: string; status: string };
+type Resource = KubernetesObject & { status?: { nodes?: string[]; conditions?: Condition[] } };
+
+const kind = SAMPLE_KIND;
+const MANAGER = 'appkind-operator';
+let kc: KubeConfig;
+let rest: RestClient;
+let ns: string;
+let operator: OperatorProcess | undefined;
+
+const crRef = (name: string): KubernetesObject => ({ apiVersion: `${kind.group}/${kind.version}`, kind: kind.kind, metadata: { name, namespace: ns } });
+const deployment = (name: string) => rest.get<V1Deployment>({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: `${name}-deployment`, namespace: ns } });
+const service = (name: string) => rest.get<V1Service>({ apiVersion: 'v1', kind: 'Service', metadata: { name: `${name}-svc`, namespace: ns } });
+const ownedBy = (obj: KubernetesObject | undefined, manager: string) => JSON.stringify(obj?.metadata?.managedFields?.find((m) => m.manager === manager && m.operation === 'Apply')?.fieldsV1 ?? {});
+const converged = async (name: string) => {
+  const status = (await rest.get<Resource>(crRef(name)))?.status;
+  return status?.nodes?.length === 0 && status.conditions?.find((c) => c.type === 'Degraded')?.status === 'False';
+};
+
+/** The operator's write requests in the audit log after `since` (ISO time). */
+async function operatorWritesSince(since: string): Promise<string[]> {
+  return (await readSharedAuditLog())
+    .filter((e) => e.user.username === `system:serviceaccount:${ns}:${OPERATOR_SA}` &&
+      ['create', 'update', 'patch', 'delete', 'deletecollection'].includes(e.verb) && e.stageTimestamp > since)
+    .map((e) => `${e.verb} ${e.requestURI}`);
+}
+
+/** Nothing written by the operator for `ms` after things settled. */
+async function expectNoWrites(ms: number): Promise<void> {
+  await new Promise((r) => setTimeout(r, 3_000)); // let the last write land in the log
+  const since = new Date().toISOString();
+  await new Promise((r) => setTimeout(r, ms));
+  expect(await operatorWritesSince(since)).toEqual([]);
+}
+
+beforeAll(async () => {
+  kc = sharedCluster().kubeConfig;
+  rest = new RestClient(kc);
+  ns = await createTestNamespace(kc, 'released');
+  await installCrds(kc, [kind]);
+  await installOperatorIdentity(kc, [kind], ns);
+});
+
+afterAll(async () => {
+  expect(await operator?.stop('SIGTERM')).toBe(0);
+});
+
+describe('a field render() no longer gives is released', () => {
+  test('a kind setting removed (runAsUser) leaves the live Deployment after a restart of the operator, then nothing is written', async () => {
+    const withUser = { ...kind, runAsUser: 1234 };
+    const before = await OperatorProcess.start(ns, { APPKIND_KINDS: JSON.stringify({ kinds: [withUser] }) });
+    await rest.apply({ ...crRef('setting'), spec: { size: 0 } }, 'test-user');
+    await eventually('setting converged', () => converged('setting'));
+    expect((await deployment('setting'))?.spec?.template.spec?.containers[0]?.securityContext?.runAsUser).toBe(1234);
+    expect(await before.stop('SIGTERM')).toBe(0);
+
+    operator = await OperatorProcess.start(ns, {});
+    await eventually('runAsUser released', async () => (await deployment('setting'))?.spec?.template.spec?.containers[0]?.securityContext?.runAsUser === undefined);
+    expect(ownedBy(await deployment('setting'), MANAGER)).not.toContain('f:runAsUser');
+    const line = operator.logs.find((l) => l.msg === 'applied drifted object' && String(l.object).includes('setting-deployment'));
+    expect(line?.field).toBe('released spec.template.spec.containers[k:{"name":"echoflask"}].securityContext.runAsUser');
+    await expectNoWrites(10_000);
+  }, 120_000);
+
+  test('a CR drops spec.nodePort: our claim on the port is released, as a server-side apply without it does, then nothing is written', async () => {
+    const [port] = (await freeStaticNodePorts(kc, 1)) as [number];
+    await rest.apply({ ...crRef('fixed'), spec: { size: 0, nodePort: port } }, 'test-user');
+    await eventually('fixed converged', () => converged('fixed'));
+    const before = (await service('fixed'))!;
+    expect(before.spec?.ports?.[0]?.nodePort).toBe(port);
+    expect(ownedBy(before, MANAGER)).toContain('f:nodePort');
+
+    await rest.apply({ ...crRef('fixed'), spec: { size: 0 } }, 'test-user');
+    await eventually('nodePort no longer ours', async () => !ownedBy(await service('fixed'), MANAGER).includes('f:nodePort'));
+    // The API server keeps a NodePort Service's allocated port when an update leaves it out; what
+    // changes is that nobody claims it, so a later CR or user may set another.
+    const after = (await service('fixed'))!;
+    expect(after.spec?.type).toBe('NodePort');
+    expect(after.spec?.ports?.[0]?.nodePort).toBeGreaterThanOrEqual(30000);
+    await expectNoWrites(10_000);
+  }, 120_000);
+
+  test('the operator logged no error', () => {
+    expect(operator!.exited).toBe(false);
+    expect(operator!.logs.filter((l) => l.level === 'error')).toEqual([]);
+  });
+});
