@@ -7,11 +7,10 @@ import { afterAll, beforeAll, describe, expect, jest, test } from '@jest/globals
 import { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { accessSync, constants, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
-import { parseAllDocuments } from 'yaml';
 import { AppKind } from 'cdk8s-appkind';
 import { ApiError, APPLY_PATCH, RestClient } from '../../operator/rest.js';
 import { applyManifests } from '../../tools/controlplane/apply.js';
@@ -19,6 +18,7 @@ import type { AuditEvent } from '../../tools/controlplane/audit.js';
 import { ControlPlane } from '../../tools/controlplane/controlplane.js';
 import { waitFor } from '../../tools/controlplane/readiness.js';
 import { apiserverWithAdmissionPlugins } from './apiserver-flags.js';
+import { readBundle, synthBundle } from './bundle-file.js';
 import { LogLine, metricValue, OperatorProcess } from './operator-process.js';
 
 const run = promisify(execFile);
@@ -59,13 +59,6 @@ const failover: Record<string, unknown> = {};
 const isDeployment = (o: KubernetesObject) => o.kind === 'Deployment' && o.apiVersion === 'apps/v1';
 const isCrd = (o: KubernetesObject) => o.kind === 'CustomResourceDefinition';
 const operatorDeployment = () => bundle.find(isDeployment) as DeploymentManifest;
-
-/** `npx cdk8s synth` exactly as a user runs it, into `out`, with no kind settings from this shell. */
-async function synth(out: string): Promise<void> {
-  const settings = ['GROUPNAME', 'VERSION', 'CRKIND', 'IMAGENAME', 'CLUSTERPORT', 'APPNAME', 'APPKIND_CONFIG', 'APPKIND_KINDS', 'OPERATOR_IMAGE', 'OPERATOR_NAMESPACE', 'WATCH_NAMESPACE'];
-  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !settings.includes(k)));
-  await run('npx', ['cdk8s', 'synth', '--check-upgrade=false', '--output', out], { cwd: root, env });
-}
 
 /**
  * The operator container's environment from the synthesized Deployment, with the downward API
@@ -160,9 +153,8 @@ beforeAll(async () => {
   rest = new RestClient(admin);
   const out = join(scratch, 'dist');
   mkdirSync(out);
-  await synth(out);
-  bundleFile = join(out, 'appkind-operator.k8s.yaml');
-  bundle = parseAllDocuments(readFileSync(bundleFile, 'utf8')).map((d) => d.toJS() as KubernetesObject);
+  bundleFile = await synthBundle(out);
+  bundle = readBundle(bundleFile);
   const deployment = operatorDeployment();
   operatorNamespace = deployment.metadata!.namespace!;
   serviceAccount = deployment.spec.template.spec.serviceAccountName;

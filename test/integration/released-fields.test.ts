@@ -90,6 +90,27 @@ describe('a field render() no longer gives is released', () => {
     await expectNoWrites(10_000);
   }, 120_000);
 
+  test('a new default image in the kind\'s settings, across a restart, rolls out to every CR of the kind', async () => {
+    const names = Array.from({ length: 10 }, (_, i) => `fleet-${i}`);
+    for (const name of names) await rest.apply({ ...crRef(name), spec: { size: 1 } }, 'test-user');
+    const image = (name: string) => deployment(name).then((d) => d?.spec?.template.spec?.containers[0]?.image);
+    await eventually('fleet on the kind\'s image', async () => (await Promise.all(names.map(image))).every((i) => i === kind.image));
+    expect(await operator!.stop('SIGTERM')).toBe(0);
+
+    const next = 'takeyan/flask:0.0.4';
+    operator = await OperatorProcess.start(ns, { APPKIND_KINDS: JSON.stringify({ kinds: [{ ...kind, image: next }] }) });
+    await eventually('fleet on the new image', async () => (await Promise.all(names.map(image))).every((i) => i === next), 120_000);
+    // The CRs' conditions say the rollout is done, true to the Deployments (observedGeneration caught up).
+    await eventually('every CR: rollout complete and not Degraded', async () => (await Promise.all(names.map(async (name) => {
+      const d = await deployment(name);
+      const conditions = (await rest.get<Resource>(crRef(name)))?.status?.conditions ?? [];
+      const is = (type: string, status: string) => conditions.find((c) => c.type === type)?.status === status;
+      return d?.status?.observedGeneration === d?.metadata?.generation && d?.status?.updatedReplicas === 1 &&
+        is('Progressing', 'False') && is('Degraded', 'False') && (!sharedCluster().hasScheduler || is('Ready', 'True'));
+    }))).every(Boolean), 120_000);
+    await expectNoWrites(10_000);
+  }, 300_000);
+
   test('the operator logged no error', () => {
     expect(operator!.exited).toBe(false);
     expect(operator!.logs.filter((l) => l.level === 'error')).toEqual([]);
