@@ -188,7 +188,7 @@ async function operatorRun(n: number, s: Settings, onExit: (code: number | null)
     const kubeconfig = await cp.serviceAccountKubeconfig(OPERATOR_NS, 'appkind-operator');
     const port = await freePort();
     const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, KUBECONFIG: kubeconfig, METRICS_PORT: String(port), HEALTH_PORT: String(port), LOG_LEVEL: 'warn' };
-    for (const name of ['WORKERS', 'STATUS_INTERVAL_MS']) if (process.env[name]) env[name] = process.env[name];
+    for (const name of ['WORKERS', 'STATUS_INTERVAL_MS', 'LOG_LEVEL']) if (process.env[name]) env[name] = process.env[name];
     const child = spawn(process.execPath, [join(root, 'build', 'operator', 'main.js')], { cwd: root, env, stdio: ['ignore', 'inherit', 'inherit'] });
     const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
     try {

@@ -1,11 +1,12 @@
 import { parseArgs } from 'node:util';
 import { ConfigError } from './config.js';
+import { DEFAULT_WORKERS } from './settings.js';
 
 /** Command-line flags and the environment variables they set (a flag wins over the variable). */
 const FLAGS = {
   config: { env: 'APPKIND_CONFIG', help: 'YAML/JSON file listing the kinds' },
   namespace: { env: 'WATCH_NAMESPACE', help: 'namespace to watch (repeat or comma-separate; default all)' },
-  workers: { env: 'WORKERS', help: 'parallel reconciles (default 2)' },
+  workers: { env: 'WORKERS', help: `parallel reconciles (default ${DEFAULT_WORKERS})` },
   'field-manager': { env: 'FIELD_MANAGER', help: 'server-side apply field manager (default appkind-operator)' },
   'log-level': { env: 'LOG_LEVEL', help: 'debug, info, warn or error (default info)' },
   'leader-elect': { env: 'LEADER_ELECT', help: 'true to elect a leader on a Lease (default false)' },

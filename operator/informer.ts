@@ -212,7 +212,12 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
       watchdog.unref();
       const finish = (err: unknown) => {
         clearInterval(watchdog);
-        if (err && !this.stopped && (err as { name?: string }).name !== 'AbortError') failure = err;
+        const name = (err as { name?: string } | undefined)?.name;
+        // client-node 2.x ends a watch that received nothing for 30 s (a quiet resource between the
+        // server's bookmarks) with a TimeoutError: resume from the last resourceVersion like a
+        // server-closed watch, not a failure that relists.
+        if (name === 'TimeoutError') this.opts.log.debug('watch idle; resuming', { resource: this.path });
+        else if (err && !this.stopped && name !== 'AbortError') failure = err;
         resolve();
       };
       const query = {

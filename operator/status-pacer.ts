@@ -1,8 +1,8 @@
 import { AppStatus } from './status.js';
 
 /**
- * When to write a CR's status. The first status, a new observedGeneration and any condition that
- * changes (Ready flipping, an error) are written at once; changes in between (one more pod listed,
+ * When to write a CR's status. The first status, a new observedGeneration, Ready or Degraded
+ * flipping and a new refusal reason are written at once; changes in between (one more pod listed,
  * one more ready) are coalesced and written at most once per interval, counted from the last write,
  * which is the start of the rollout. The final status is never delayed: it flips Ready.
  */
@@ -29,7 +29,7 @@ export class StatusPacer {
 }
 
 /** Condition reasons of an ordinary rollout in progress; any other new reason (a refusal) is news. */
-const ROLLOUT_REASONS = new Set(['ReplicasNotReady', 'DeploymentMissing', 'RollingOut']);
+const ROLLOUT_REASONS = new Set(['ReplicasNotReady', 'DeploymentMissing', 'RollingOut', 'RolloutComplete']);
 
 /** A change a user or a tool waits for: never held back. */
 export function urgent(current: Partial<AppStatus> | undefined, next: AppStatus): boolean {
@@ -37,7 +37,8 @@ export function urgent(current: Partial<AppStatus> | undefined, next: AppStatus)
   if (current.nodePort !== next.nodePort || current.selector !== next.selector) return true;
   for (const c of next.conditions) {
     const before = current.conditions.find((p) => p.type === c.type);
-    if (!before || before.status !== c.status) return true;
+    // Progressing turning False while Ready is still False is rollout progress: Ready's flip follows.
+    if (!before || (before.status !== c.status && c.type !== 'Progressing')) return true;
     if (before.reason !== c.reason && !ROLLOUT_REASONS.has(c.reason)) return true;
     if (c.type === 'Degraded' && before.message !== c.message) return true;
   }

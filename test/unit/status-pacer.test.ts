@@ -25,6 +25,12 @@ describe('StatusPacer', () => {
     expect(urgent(first, status({ deployment: deployment(3, 0), failure: { reason: 'ApplyFailed', message: 'no' }, previous: first }))).toBe(true);
   });
 
+  it('leaves a Progressing flip alone until Ready follows', () => {
+    const rolledOutNotReady = status({ deployment: deployment(3, 1), pods: [pod('p1', true), pod('p2', false), pod('p3', false)], previous: first });
+    expect(rolledOutNotReady.conditions.find((c) => c.type === 'Progressing')!.status).toBe('False');
+    expect(urgent(status({ deployment: { ...deployment(3, 0), status: { observedGeneration: 1, updatedReplicas: 1, replicas: 1 } } }), rolledOutNotReady)).toBe(false);
+  });
+
   it('treats a new refusal reason as news, the ordinary rollout reasons not', () => {
     const missing = status({});
     expect(missing.conditions.find((c) => c.type === 'Ready')!.reason).toBe('DeploymentMissing');
