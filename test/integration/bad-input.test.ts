@@ -12,7 +12,7 @@ import { SAMPLE_KIND } from '../../operator/config.js';
 import { crdObjects } from '../../operator/crd-yaml.js';
 import { ApiError, RestClient } from '../../operator/rest.js';
 import { applyManifests } from '../../tools/controlplane/apply.js';
-import { createTestNamespace, eventually, freeStaticNodePorts, sharedCluster } from './cluster.js';
+import { createTestNamespace, crObject, eventually, freeStaticNodePorts, sharedCluster } from './cluster.js';
 import { installCrds, installOperatorIdentity, OperatorProcess } from './operator-process.js';
 
 type Obj = KubernetesObject & { spec?: Record<string, unknown> };
@@ -29,7 +29,7 @@ let rest: RestClient;
 let ns: string;
 let operator: OperatorProcess;
 
-const crRef = (name: string, namespace = ns): KubernetesObject => ({ apiVersion, kind: kind.kind, metadata: { name, namespace } });
+const crRef = (name: string, namespace = ns): KubernetesObject => crObject(kind, namespace, name);
 const ref = (v: string, k: string, name: string, namespace = ns): KubernetesObject => ({ apiVersion: v, kind: k, metadata: { name, namespace } });
 const clusterRef = (v: string, k: string, name: string): KubernetesObject => ({ apiVersion: v, kind: k, metadata: { name } });
 const condition = async (name: string, type: string, namespace = ns) =>

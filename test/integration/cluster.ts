@@ -1,5 +1,6 @@
 // Test-file side of the shared control plane that global-setup.ts starts once per jest run.
-import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import { AppKind, AppKindCrd } from 'cdk8s-appkind';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { readAuditLogFile, type AuditEvent } from '../../tools/controlplane/audit.js';
@@ -86,4 +87,9 @@ export async function freeStaticNodePorts(kc: KubeConfig, count: number): Promis
     [free[i], free[j]] = [free[j]!, free[i]!];
   }
   return free.slice(0, count);
+}
+
+/** A custom resource of an app kind, by name (a reference for get/delete), with `spec` when given. */
+export function crObject(kind: AppKind, namespace: string, name: string, spec?: Record<string, unknown>): KubernetesObject & { spec?: Record<string, unknown> } {
+  return { apiVersion: AppKindCrd.apiVersionOf(kind), kind: kind.kind, metadata: { name, namespace }, ...(spec ? { spec } : {}) };
 }

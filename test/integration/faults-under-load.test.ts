@@ -15,6 +15,7 @@ import { CHILD_SELECTOR } from '../../operator/reconcile.js';
 import { render, type AppResource, type KubeObject } from '../../operator/render.js';
 import { ApiError, RestClient } from '../../operator/rest.js';
 import { ControlPlane } from '../../tools/controlplane/controlplane.js';
+import { crObject } from './cluster.js';
 import { installCrds, installOperatorIdentity, OPERATOR_SA, OperatorProcess } from './operator-process.js';
 
 type Condition = { type: string; status: string };
@@ -41,7 +42,7 @@ const wanted = new Map<string, number>();
 const deleted = new Set<string>();
 let serial = 0;
 
-const crRef = (name: string): KubernetesObject => ({ apiVersion: `${kind.group}/${kind.version}`, kind: kind.kind, metadata: { name, namespace: NS } });
+const crRef = (name: string): KubernetesObject => crObject(kind, NS, name);
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 async function startOperator(): Promise<OperatorProcess> {

@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { AppKind, OperatorBundle } from 'cdk8s-appkind';
 import { ApiError, APPLY_PATCH, RestClient } from '../../operator/rest.js';
 import { applyManifests } from '../../tools/controlplane/apply.js';
-import { createTestNamespace, eventually, sharedCluster, sharedServiceAccountKubeconfig } from './cluster.js';
+import { createTestNamespace, crObject, eventually, sharedCluster, sharedServiceAccountKubeconfig } from './cluster.js';
 import { installCrds, OperatorProcess } from './operator-process.js';
 
 type Resource = KubernetesObject & { spec?: Record<string, unknown> };
@@ -34,7 +34,7 @@ let bystander: RestClient;
 let editor: RestClient;
 let operator: OperatorProcess;
 
-const cr = (namespace: string, name: string, spec: Record<string, unknown> = {}): Resource => ({ apiVersion, kind: kind.kind, metadata: { name, namespace }, spec });
+const cr = (namespace: string, name: string, spec: Record<string, unknown> = {}): Resource => crObject(kind, namespace, name, spec);
 const crPath = (namespace: string, name: string) => `/apis/${kind.group}/${kind.version}/namespaces/${namespace}/${kind.plural}/${name}`;
 const deploymentOf = (namespace: string, name: string) =>
   admin.get<V1Deployment>({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: `${name}-deployment`, namespace } });

@@ -6,7 +6,7 @@ import { AppKind } from 'cdk8s-appkind';
 import { crdObjects } from '../../operator/crd-yaml.js';
 import { ApiError, RestClient } from '../../operator/rest.js';
 import { applyManifests } from '../../tools/controlplane/apply.js';
-import { createTestNamespace, eventually, sharedCluster } from './cluster.js';
+import { createTestNamespace, crObject, eventually, sharedCluster } from './cluster.js';
 import { installCrds, installOperatorIdentity, OperatorProcess } from './operator-process.js';
 
 type Condition = { type: string; status: string; reason: string; message: string };
@@ -29,8 +29,7 @@ let rest: RestClient;
 let ns: string;
 let operator: OperatorProcess;
 
-const cr = (kind: AppKind, name: string, spec: Record<string, unknown>) =>
-  ({ apiVersion: `${kind.group}/${kind.version}`, kind: kind.kind, metadata: { name, namespace: ns }, spec });
+const cr = (kind: AppKind, name: string, spec: Record<string, unknown>) => crObject(kind, ns, name, spec);
 const deployment = (name: string) => rest.get<Deployment>({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: `${name}-deployment`, namespace: ns } });
 const imageOf = async (name: string) => (await deployment(name))?.spec.template.spec.containers[0]!.image;
 const degraded = async (kind: AppKind, name: string) =>

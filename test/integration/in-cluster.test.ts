@@ -19,6 +19,7 @@ import { ControlPlane } from '../../tools/controlplane/controlplane.js';
 import { waitFor } from '../../tools/controlplane/readiness.js';
 import { apiserverWithAdmissionPlugins } from './apiserver-flags.js';
 import { readBundle, synthBundle } from './bundle-file.js';
+import { crObject } from './cluster.js';
 import { LogLine, metricValue, OperatorProcess } from './operator-process.js';
 
 const run = promisify(execFile);
@@ -93,7 +94,7 @@ async function startReplica(podName: string, until?: (l: LogLine) => boolean): P
   return op;
 }
 
-const crRef = (namespace: string, name: string): KubernetesObject => ({ apiVersion: `${kind.group}/${kind.version}`, kind: kind.kind, metadata: { name, namespace } });
+const crRef = (namespace: string, name: string): KubernetesObject => crObject(kind, namespace, name);
 const applyCr = (namespace: string, name: string, size: number) => rest.apply({ ...crRef(namespace, name), spec: { size } }, 'test-user');
 const deploymentOf = (namespace: string, cr: string) => rest.get<Deployment>({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { namespace, name: `${cr}-deployment` } });
 const leaseNow = () => rest.get<Lease>({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { namespace: operatorNamespace, name: leaseName } });

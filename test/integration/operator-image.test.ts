@@ -16,6 +16,7 @@ import { RestClient } from '../../operator/rest.js';
 import { applyManifests } from '../../tools/controlplane/apply.js';
 import { ControlPlane } from '../../tools/controlplane/controlplane.js';
 import { waitFor } from '../../tools/controlplane/readiness.js';
+import { crObject } from './cluster.js';
 import { OperatorPod, operatorPod, readBundle, synthBundle } from './bundle-file.js';
 import { OperatorContainer, podman, serviceAccountFiles } from './operator-container.js';
 import { metricValue } from './operator-process.js';
@@ -61,7 +62,7 @@ const figures: Record<string, unknown> = {};
 
 const env = (name: string) => pod.container.env?.find((e) => e.name === name)?.value;
 const leaseNow = () => rest.get<Lease>({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { namespace: pod.namespace, name: leaseName } });
-const crRef = (namespace: string, name: string): KubernetesObject => ({ apiVersion: `${kind.group}/${kind.version}`, kind: kind.kind, metadata: { name, namespace } });
+const crRef = (namespace: string, name: string): KubernetesObject => crObject(kind, namespace, name);
 const eventually = (what: string, check: () => Promise<boolean>, timeoutMs = 90_000) => waitFor(what, check, { timeoutMs, intervalMs: 100 });
 
 async function converged(namespace: string, name: string, size: number): Promise<boolean> {

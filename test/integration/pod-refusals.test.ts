@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { SAMPLE_KIND } from '../../operator/config.js';
 import { RestClient } from '../../operator/rest.js';
-import { createTestNamespace, eventually, sharedCluster } from './cluster.js';
+import { createTestNamespace, crObject, eventually, sharedCluster } from './cluster.js';
 import { installCrds, installOperatorIdentity, OperatorProcess } from './operator-process.js';
 
 type Condition = { type: string; status: string; reason: string; message: string };
@@ -20,7 +20,7 @@ let rest: RestClient;
 let ns: string;
 let operator: OperatorProcess;
 
-const crRef = (name: string): KubernetesObject => ({ apiVersion: `${kind.group}/${kind.version}`, kind: kind.kind, metadata: { name, namespace: ns } });
+const crRef = (name: string): KubernetesObject => crObject(kind, ns, name);
 const ready = async (name: string) => (await rest.get<Resource>(crRef(name)))?.status?.conditions?.find((c) => c.type === 'Ready');
 const pods = async () => (await rest.list<KubernetesObject>('v1', 'Pod', ns)).items.filter((p) => !p.metadata?.deletionTimestamp);
 

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { KubeConfig, KubernetesObject, V1Pod } from '@kubernetes/client-node';
 import { AppKind } from 'cdk8s-appkind';
 import { RestClient } from '../../operator/rest.js';
-import { createTestNamespace, eventually, sharedCluster } from './cluster.js';
+import { createTestNamespace, crObject, eventually, sharedCluster } from './cluster.js';
 import { installCrds, installOperatorIdentity, OperatorProcess } from './operator-process.js';
 
 type Condition = { type: string; status: string; reason: string; message: string };
@@ -23,8 +23,7 @@ let rest: RestClient;
 let ns: string;
 let operator: OperatorProcess;
 
-const cr = (kind: AppKind, name: string, spec: Record<string, unknown>) =>
-  ({ apiVersion: `${kind.group}/${kind.version}`, kind: kind.kind, metadata: { name, namespace: ns }, spec });
+const cr = (kind: AppKind, name: string, spec: Record<string, unknown>) => crObject(kind, ns, name, spec);
 const podsOf = async (name: string) =>
   (await rest.list<V1Pod>('v1', 'Pod', ns, `app.kubernetes.io/instance=${name}`)).items.filter((p) => !p.metadata?.deletionTimestamp);
 const ready = async (kind: AppKind, name: string) => (await rest.get<Resource>(cr(kind, name, {})))?.status?.conditions?.find((c) => c.type === 'Ready');

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { KubeConfig, KubernetesObject, V1Deployment, V1Service } from '@kubernetes/client-node';
 import { SAMPLE_KIND } from '../../operator/config.js';
 import { RestClient } from '../../operator/rest.js';
-import { createTestNamespace, eventually, freeStaticNodePorts, readSharedAuditLog, sharedCluster } from './cluster.js';
+import { createTestNamespace, crObject, eventually, freeStaticNodePorts, readSharedAuditLog, sharedCluster } from './cluster.js';
 import { installCrds, installOperatorIdentity, OPERATOR_SA, OperatorProcess } from './operator-process.js';
 
 type Condition = { type: string; status: string };
@@ -18,7 +18,7 @@ let rest: RestClient;
 let ns: string;
 let operator: OperatorProcess | undefined;
 
-const crRef = (name: string): KubernetesObject => ({ apiVersion: `${kind.group}/${kind.version}`, kind: kind.kind, metadata: { name, namespace: ns } });
+const crRef = (name: string): KubernetesObject => crObject(kind, ns, name);
 const deployment = (name: string) => rest.get<V1Deployment>({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: `${name}-deployment`, namespace: ns } });
 const service = (name: string) => rest.get<V1Service>({ apiVersion: 'v1', kind: 'Service', metadata: { name: `${name}-svc`, namespace: ns } });
 const ownedBy = (obj: KubernetesObject | undefined, manager: string) => JSON.stringify(obj?.metadata?.managedFields?.find((m) => m.manager === manager && m.operation === 'Apply')?.fieldsV1 ?? {});
