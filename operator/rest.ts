@@ -1,6 +1,6 @@
 import { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { Agent as HttpsAgent, AgentOptions, request as httpsRequest, RequestOptions } from 'node:https';
-import { Agent as HttpAgent, IncomingHttpHeaders, OutgoingHttpHeaders, request as httpRequest } from 'node:http';
+import { Agent as HttpAgent, OutgoingHttpHeaders, request as httpRequest } from 'node:http';
 
 /** The body as JSON; a plain-text body (`404 page not found`) as its message. */
 function parseJson(text: string): unknown {
@@ -127,7 +127,7 @@ export class RestClient {
     for (;;) {
       const creds = await this.auth(refresh);
       refresh = false;
-      let sent: { code: number; text: string; headers: IncomingHttpHeaders };
+      let sent: { code: number; text: string };
       try {
         sent = await this.send(url, method, path, body, opts.contentType, creds);
       } catch (e) {
@@ -155,7 +155,7 @@ export class RestClient {
     }
   }
 
-  private send(url: URL, method: string, path: string, body: string | undefined, contentType: string | undefined, creds: Credentials): Promise<{ code: number; text: string; headers: IncomingHttpHeaders }> {
+  private send(url: URL, method: string, path: string, body: string | undefined, contentType: string | undefined, creds: Credentials): Promise<{ code: number; text: string }> {
     const options: RequestOptions = {
       method,
       agent: creds.agent,
@@ -171,7 +171,7 @@ export class RestClient {
       const req = send(url, options, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ code: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), headers: res.headers }));
+        res.on('end', () => resolve({ code: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
         res.on('error', reject);
       });
       req.on('socket', () => {
