@@ -1,11 +1,15 @@
 import { describe, expect, it } from '@jest/globals';
 import {
   BuildProgress,
+  DownloadProgress,
   LineThrottle,
+  downloadStatus,
+  downloadSummary,
   estimateRemainingMs,
   formatDuration,
   parsePlan,
   progressLine,
+  withSizes,
 } from '../../tools/controlplane/build-progress.js';
 
 // The shape `go list -deps -f '{{.ImportPath}} {{len .GoFiles}} {{.Stale}} {{.Name}}'` prints.
@@ -31,6 +35,54 @@ describe('parsePlan', () => {
     ]);
     expect(plan[0]).toEqual({ path: 'internal/goarch', files: 3, stale: false, main: false });
     expect(plan[4]).toEqual({ path: 'k8s.io/kubernetes/cmd/kube-apiserver', files: 1, stale: true, main: true });
+  });
+});
+
+describe('parsePlan (tab-separated, with folders and files)', () => {
+  it('reads the folder and Go file names, and withSizes sums the stale packages\' file sizes', () => {
+    const text = [
+      'internal/goarch\t2\tfalse\tgoarch\t/go/src/internal/goarch\tgoarch.go,zgoarch_amd64.go',
+      'k8s.io/api/core/v1\t3\ttrue\tv1\t/mod/k8s.io/api@v0.37.2/core/v1\ttypes.go,generated.pb.go,register.go',
+      'local.invalid/controlplane/k8s/cmd/etcd\t1\ttrue\tmain\t/repo/k8s/cmd/etcd\tmain.go',
+      'empty/pkg\t0\ttrue\tpkg\t/mod/empty\t',
+      'go: downloading k8s.io/api v0.37.2',
+    ].join('\n');
+    const plan = parsePlan(text);
+    expect(plan).toHaveLength(4);
+    expect(plan[1]).toEqual({
+      path: 'k8s.io/api/core/v1',
+      files: 3,
+      stale: true,
+      main: false,
+      dir: '/mod/k8s.io/api@v0.37.2/core/v1',
+      goFiles: ['types.go', 'generated.pb.go', 'register.go'],
+    });
+    expect(plan[3].goFiles).toEqual([]);
+    const sizes: Record<string, number> = {
+      '/mod/k8s.io/api@v0.37.2/core/v1/types.go': 1000,
+      '/mod/k8s.io/api@v0.37.2/core/v1/generated.pb.go': 5000,
+      '/repo/k8s/cmd/etcd/main.go': 70,
+    };
+    const sized = withSizes(plan, (f) => sizes[f] ?? 0);
+    expect(sized.map((p) => p.bytes)).toEqual([undefined, 6000, 70, 0]);
+  });
+});
+
+describe('DownloadProgress', () => {
+  it('counts go: downloading lines, keeps the latest, and lets other lines by', () => {
+    const d = new DownloadProgress(0);
+    expect(downloadStatus(d.snapshot(3_000))).toBe('planning the build (go list -deps), 3s elapsed');
+    expect(downloadSummary(d.snapshot(3_000))).toBeUndefined();
+    expect(d.observe('go: downloading k8s.io/api v0.37.2')).toBe(true);
+    expect(d.observe('go: downloading github.com/spf13/cobra v1.10.2')).toBe(true);
+    expect(d.observe('go: k8s.io/api@v0.37.2: verifying module: checksum mismatch')).toBe(false);
+    expect(d.observe('k8s.io/api/core/v1')).toBe(false);
+    const s = d.snapshot(75_000);
+    expect(s).toEqual({ count: 2, latest: 'github.com/spf13/cobra v1.10.2', elapsedMs: 75_000 });
+    expect(downloadStatus(s)).toBe(
+      'downloading Go modules (first run): 2 so far, 1m15s elapsed, latest github.com/spf13/cobra v1.10.2',
+    );
+    expect(downloadSummary(s)).toBe('controlplane: downloaded 2 Go modules in 1m15s');
   });
 });
 
