@@ -1,7 +1,9 @@
 import { describe, expect, it } from '@jest/globals';
 import {
+  BYTES_PER_PACKAGE,
   BuildProgress,
   DownloadProgress,
+  type PlannedPackage,
   LineThrottle,
   downloadStatus,
   downloadSummary,
@@ -9,6 +11,7 @@ import {
   formatDuration,
   parsePlan,
   progressLine,
+  weightOf,
   withSizes,
 } from '../../tools/controlplane/build-progress.js';
 
@@ -65,6 +68,26 @@ describe('parsePlan (tab-separated, with folders and files)', () => {
     };
     const sized = withSizes(plan, (f) => sizes[f] ?? 0);
     expect(sized.map((p) => p.bytes)).toEqual([undefined, 6000, 70, 0]);
+  });
+});
+
+describe('weightOf', () => {
+  const pkg = (path: string, bytes?: number): PlannedPackage => ({ path, files: 4, stale: true, main: false, bytes });
+  it('is file count + 1 without sizes, 1 + size / BYTES_PER_PACKAGE with them, doubled for k8s.io', () => {
+    expect(weightOf(pkg('github.com/x/y'))).toBe(5);
+    expect(weightOf(pkg('github.com/x/y', 0))).toBe(1);
+    expect(weightOf(pkg('github.com/x/y', BYTES_PER_PACKAGE * 3))).toBe(4);
+    expect(weightOf(pkg('k8s.io/api/core/v1', BYTES_PER_PACKAGE * 3))).toBe(8);
+  });
+
+  it('makes a big generated package weigh more than many small ones in the estimate', () => {
+    const plan = [pkg('k8s.io/kubernetes/pkg/generated/openapi', 4_000_000), ...[1, 2, 3, 4].map((i) => pkg(`std${i}`, 10_000))];
+    const p = new BuildProgress(plan, 0);
+    for (const i of [1, 2, 3, 4]) p.observe(`std${i}`);
+    // 4 small packages (1.05 each) done in 60 s; the openapi package weighs 2 * 21 = 42
+    const s = p.snapshot(60_000);
+    expect(s).toMatchObject({ done: 4, total: 5 });
+    expect(s.remainingMs).toBe(Math.round((60_000 * 42) / 4.2));
   });
 });
 
