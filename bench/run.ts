@@ -421,10 +421,11 @@ async function main(): Promise<void> {
         apiserverCpu: ratio(o.apiserverCpuSeconds, f.apiserverCpuSeconds),
       },
     });
+    // Written after each N: a later N that fails keeps the finished ones.
+    const machine = { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version, kubernetes };
+    const results = writeResults(root, { date: new Date().toISOString(), machine, runs });
+    if (n === s.ns.at(-1)) process.stdout.write(`${table(results)}\n`);
   }
-  const machine = { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version, kubernetes };
-  const results = writeResults(root, { date: new Date().toISOString(), machine, runs });
-  process.stdout.write(`${table(results)}\n`);
 }
 
 main().catch((e: unknown) => {
