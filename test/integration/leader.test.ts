@@ -83,6 +83,26 @@ describe('LeaderElector on a real Lease', () => {
     expect(standby!.events).toEqual([`leader:${leader!.identity}`]);
   });
 
+  it('renews with one write per renewal and no read while nobody else writes the Lease', async () => {
+    const lease = freshLease();
+    const requests: string[] = [];
+    const elector = new LeaderElector(kc, {
+      namespace, name: lease, identity: 'candidate-fast', leaseDurationSeconds: LEASE_DURATION, renewDeadlineSeconds: RENEW_DEADLINE,
+      retryPeriodSeconds: RETRY_PERIOD, onRequest: (method, code) => requests.push(`${method} ${code}`),
+    });
+    electors.push(elector);
+    void elector.run({ onStartedLeading: () => undefined, onStoppedLeading: () => undefined });
+    await eventually('the candidate leads', async () => elector.isLeader(), 20_000);
+    const acquired = requests.length;
+    await sleep(RETRY_PERIOD * 1000 * 8);
+    const renewals = requests.slice(acquired);
+    // The write's resourceVersion from the last renewal makes it a compare-and-swap without a read.
+    expect(renewals.length).toBeGreaterThanOrEqual(3);
+    expect(renewals.filter((r) => r !== 'PUT 200')).toEqual([]);
+    expect(elector.isLeader()).toBe(true);
+    expect(await holder(lease)).toEqual({ holder: 'candidate-fast', transitions: 0 });
+  });
+
   it('hands over within about one retry period when the leader releases the lease', async () => {
     const lease = freshLease();
     const [leader, standby] = await electOne(lease);
