@@ -1,7 +1,8 @@
 // Leader election on a coordination.k8s.io/v1 Lease, as client-go's leaderelection package does it,
 // so that of several operator replicas exactly one reconciles at a time.
-import { ApiException, CoordinationV1Api, KubeConfig, V1Lease, V1MicroTime } from '@kubernetes/client-node';
+import { V1Lease } from '@kubernetes/client-node';
 import { Logger, silentLogger } from './log.js';
+import { ApiError, RestClient } from './rest.js';
 
 /** Where the Lease lives, who we are, and the timing (client-go's names and meaning). */
 export interface LeaderElectorOptions {
@@ -19,8 +20,6 @@ export interface LeaderElectorOptions {
   readonly retryPeriodSeconds: number;
   /** @default no logging */
   readonly log?: Logger;
-  /** Called for every API request with its method and HTTP status (or "<error>"), for metrics. */
-  readonly onRequest?: (method: string, code: number | string) => void;
 }
 
 /** What to do when leadership changes. */
@@ -65,7 +64,12 @@ function timeMs(value: Date | string | undefined): number | undefined {
 }
 
 function statusOf(e: unknown): number | undefined {
-  return e instanceof ApiException ? e.code : undefined;
+  return e instanceof ApiError && e.code > 0 ? e.code : undefined;
+}
+
+/** A Lease's MicroTime as the API server spells it (RFC 3339 with six fractional digits). */
+function microTime(ms: number): string {
+  return `${new Date(ms).toISOString().slice(0, -1)}000Z`;
 }
 
 /**
@@ -75,7 +79,6 @@ function statusOf(e: unknown): number | undefined {
  * Expiry is judged against renewTime with this host's clock: keep node clocks in sync (NTP).
  */
 export class LeaderElector {
-  private readonly api: CoordinationV1Api;
   private readonly log: Logger;
   private callbacks?: LeaderCallbacks;
   private leading = false;
@@ -88,15 +91,18 @@ export class LeaderElector {
   private sleeping?: { timer: NodeJS.Timeout; wake: () => void };
   private loop?: Promise<void>;
 
+  /**
+   * @param rest the operator's own client: renewals (every retry period) reuse its kept-alive
+   *   connections instead of opening a TLS connection each
+   */
   constructor(
-    kc: KubeConfig,
+    private readonly rest: RestClient,
     private readonly opts: LeaderElectorOptions,
   ) {
     if (opts.renewDeadlineSeconds >= opts.leaseDurationSeconds) {
       throw new Error(`leader election: renew deadline (${opts.renewDeadlineSeconds}s) must be less than the lease duration (${opts.leaseDurationSeconds}s)`);
     }
     if (opts.retryPeriodSeconds <= 0) throw new Error(`leader election: retry period must be positive, got ${opts.retryPeriodSeconds}s`);
-    this.api = kc.makeApiClient(CoordinationV1Api);
     this.log = (opts.log ?? silentLogger).child({ lease: `${opts.namespace}/${opts.name}`, identity: opts.identity });
   }
 
@@ -130,11 +136,11 @@ export class LeaderElector {
     // (409), so read and try again.
     for (let tries = 1; ; tries++) {
       try {
-        const lease = await this.request('GET', () => this.api.readNamespacedLeaseWithHttpInfo({ name: this.opts.name, namespace: this.opts.namespace }));
+        const lease = await this.request<V1Lease>('GET');
         if (lease.spec?.holderIdentity !== this.opts.identity) return;
-        const now = new V1MicroTime();
-        const body: V1Lease = { ...lease, spec: { ...lease.spec, holderIdentity: undefined, leaseDurationSeconds: 1, acquireTime: now, renewTime: now } };
-        await this.request('PUT', () => this.api.replaceNamespacedLeaseWithHttpInfo({ name: this.opts.name, namespace: this.opts.namespace, body }));
+        const now = microTime(Date.now());
+        const spec = { ...lease.spec, holderIdentity: undefined, leaseDurationSeconds: 1, acquireTime: now, renewTime: now };
+        await this.request('PUT', { ...lease, spec });
         this.log.info('released the lease');
         return;
       } catch (e) {
@@ -221,7 +227,8 @@ export class LeaderElector {
   /** Reads the Lease and claims or renews it when free, expired or ours. */
   private async tryAcquireOrRenew(): Promise<{ held: true; at: number } | { held: false; takenBy?: string }> {
     const { name, namespace, identity } = this.opts;
-    const now = new V1MicroTime();
+    const nowMs = Date.now();
+    const now = microTime(nowMs);
     const mine = { holderIdentity: identity, leaseDurationSeconds: this.opts.leaseDurationSeconds, renewTime: now };
     // Fast path (client-go's too): the leader renews with one write of the Lease its last write
     // returned. That write's resourceVersion makes it a compare-and-swap: if anyone wrote since, it
@@ -229,8 +236,8 @@ export class LeaderElector {
     const last = this.leading ? this.lastWritten : undefined;
     if (last) {
       try {
-        this.lastWritten = await this.request('PUT', () => this.api.replaceNamespacedLeaseWithHttpInfo({ name, namespace, body: { ...last, spec: { ...last.spec, ...mine } } }));
-        return { held: true, at: now.getTime() };
+        this.lastWritten = await this.request<V1Lease>('PUT', { ...last, spec: { ...last.spec, ...mine } });
+        return { held: true, at: nowMs };
       } catch (e) {
         if (statusOf(e) !== 409) throw e;
         this.lastWritten = undefined;
@@ -239,23 +246,22 @@ export class LeaderElector {
     }
     let lease: V1Lease;
     try {
-      lease = await this.request('GET', () => this.api.readNamespacedLeaseWithHttpInfo({ name, namespace }));
+      lease = await this.request<V1Lease>('GET');
     } catch (e) {
       if (statusOf(e) !== 404) throw e;
-      const body: V1Lease = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name, namespace }, spec: { ...mine, acquireTime: now, leaseTransitions: 0 } };
-      this.lastWritten = await this.request('POST', () => this.api.createNamespacedLeaseWithHttpInfo({ namespace, body }));
+      this.lastWritten = await this.request<V1Lease>('POST', { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name, namespace }, spec: { ...mine, acquireTime: now, leaseTransitions: 0 } });
       this.observe(identity);
-      return { held: true, at: now.getTime() };
+      return { held: true, at: nowMs };
     }
     const spec = lease.spec ?? {};
     const holder = spec.holderIdentity ?? '';
     this.observe(holder);
     const record = { holderIdentity: holder, renewTimeMs: timeMs(spec.renewTime), leaseDurationSeconds: spec.leaseDurationSeconds };
-    if (heldByOther(record, identity, now.getTime(), this.opts.leaseDurationSeconds)) {
+    if (heldByOther(record, identity, nowMs, this.opts.leaseDurationSeconds)) {
       return { held: false, takenBy: holder };
     }
     const takeover = holder !== identity;
-    const body: V1Lease = {
+    const body = {
       ...lease,
       spec: {
         ...spec,
@@ -265,10 +271,10 @@ export class LeaderElector {
       },
     };
     // metadata.resourceVersion from the read makes this a compare-and-swap: 409 if anyone wrote since.
-    this.lastWritten = await this.request('PUT', () => this.api.replaceNamespacedLeaseWithHttpInfo({ name, namespace, body }));
+    this.lastWritten = await this.request<V1Lease>('PUT', body);
     if (takeover) this.log.info('took over the lease', { previousHolder: holder || undefined });
     this.observe(identity);
-    return { held: true, at: now.getTime() };
+    return { held: true, at: nowMs };
   }
 
   private observe(holder: string): void {
@@ -280,15 +286,11 @@ export class LeaderElector {
     }
   }
 
-  private async request<T>(method: string, call: () => Promise<{ httpStatusCode: number; data: T }>): Promise<T> {
-    try {
-      const res = await call();
-      this.opts.onRequest?.(method, res.httpStatusCode);
-      return res.data;
-    } catch (e) {
-      this.opts.onRequest?.(method, statusOf(e) ?? '<error>');
-      throw e;
-    }
+  /** GET or PUT the Lease, or POST it to the collection (the client's request hook counts them). */
+  private request<T = unknown>(method: 'GET' | 'PUT' | 'POST', body?: object): Promise<T> {
+    const { name, namespace } = this.opts;
+    const collection = `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/leases`;
+    return this.rest.request<T>(method, method === 'POST' ? collection : `${collection}/${encodeURIComponent(name)}`, { body });
   }
 
   private sleep(ms: number): Promise<void> {
