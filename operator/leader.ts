@@ -1,7 +1,9 @@
 // Leader election on a coordination.k8s.io/v1 Lease, as client-go's leaderelection package does it,
 // so that of several operator replicas exactly one reconciles at a time.
 import { ApiException, CoordinationV1Api, KubeConfig, V1Lease, V1MicroTime } from '@kubernetes/client-node';
+import { apiFailure } from './kube.js';
 import { Logger, silentLogger } from './log.js';
+import { throttleDelayMs } from './throttle.js';
 
 /** Where the Lease lives, who we are, and the timing (client-go's names and meaning). */
 export interface LeaderElectorOptions {
@@ -21,6 +23,8 @@ export interface LeaderElectorOptions {
   readonly log?: Logger;
   /** Called for every API request with its method and HTTP status (or "<error>"), for metrics. */
   readonly onRequest?: (method: string, code: number | string) => void;
+  /** A lease request was throttled (429, or 503 with Retry-After): the next attempt waits it out. */
+  readonly onThrottled?: (code: number) => void;
 }
 
 /** What to do when leadership changes. */
@@ -84,6 +88,9 @@ export class LeaderElector {
   private lastRenewMs = 0;
   private observedHolder = '';
   private sleeping?: { timer: NodeJS.Timeout; wake: () => void };
+  /** Set when the last attempt was throttled (429, or 503 with Retry-After): wait at least this long. */
+  private throttledForMs?: number;
+  private throttledInARow = 0;
   private loop?: Promise<void>;
 
   constructor(
@@ -161,7 +168,9 @@ export class LeaderElector {
       if (this.stopped) break;
       // Standbys jitter their polls (client-go uses factor 1.2) so they do not retry in lockstep.
       const jitter = this.leading ? 1 : 1 + Math.random() * 0.2;
-      await this.sleep(this.opts.retryPeriodSeconds * 1000 * jitter);
+      // A throttled attempt waits out the server's Retry-After (a leader that cannot renew within its
+      // deadline still loses the lease, as it would with client-go).
+      await this.sleep(Math.max(this.opts.retryPeriodSeconds * 1000 * jitter, this.throttledForMs ?? 0));
     }
   }
 
@@ -169,11 +178,18 @@ export class LeaderElector {
   private async attempt(): Promise<void> {
     const deadlineMs = this.leading ? this.lastRenewMs + this.opts.renewDeadlineSeconds * 1000 : Date.now() + this.opts.renewDeadlineSeconds * 1000;
     let outcome: { held: true; at: number } | { held: false; takenBy?: string };
+    this.throttledForMs = undefined;
     try {
       outcome = await withTimeout(this.tryAcquireOrRenew(), Math.max(deadlineMs - Date.now(), 1), 'lease request');
+      this.throttledInARow = 0;
     } catch (e) {
       const code = statusOf(e);
-      if (code === 409) this.log.debug('lease update conflicted with another writer; retrying', {});
+      const retryAfterMs = apiFailure(e).retryAfterMs;
+      if (retryAfterMs !== undefined) {
+        this.throttledForMs = throttleDelayMs(this.throttledInARow++, retryAfterMs, { capMs: this.opts.leaseDurationSeconds * 1000 });
+        this.opts.onThrottled?.(code ?? 429);
+        this.log.warn('lease request throttled; waiting', { code, delayMs: this.throttledForMs });
+      } else if (code === 409) this.log.debug('lease update conflicted with another writer; retrying', {});
       else this.log.warn('lease request failed', { err: e, code });
       outcome = { held: false };
     }

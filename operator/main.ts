@@ -39,7 +39,7 @@ async function run(settings: OperatorSettings, log: Logger): Promise<void> {
     ? new LeaderElector(kc, {
       namespace: leaseNamespace(settings), name: settings.leaseName, identity: settings.identity ?? `${hostname()}_${process.pid}`,
       leaseDurationSeconds: settings.leaseDurationSeconds, renewDeadlineSeconds: settings.renewDeadlineSeconds, retryPeriodSeconds: settings.retryPeriodSeconds,
-      log, onRequest: (method, code) => metrics.apiRequest(method, code),
+      log, onRequest: (method, code) => metrics.apiRequest(method, code), onThrottled: (code) => metrics.throttled('LEASE', code),
     })
     : undefined;
 
