@@ -86,7 +86,15 @@ export const README_END = '<!-- bench:end -->';
 
 /** Writes bench/results.json and replaces the table between the README's markers. */
 export function writeResults(root: string, results: BenchResults): void {
-  writeFileSync(join(root, 'bench', 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
+  const file = join(root, 'bench', 'results.json');
+  // What `npm run bench:bad-neighbours` wrote there is its own run: keep it.
+  let badNeighbours: unknown;
+  try {
+    badNeighbours = (JSON.parse(readFileSync(file, 'utf8')) as { badNeighbours?: unknown }).badNeighbours;
+  } catch {
+    badNeighbours = undefined;
+  }
+  writeFileSync(file, `${JSON.stringify({ ...results, badNeighbours }, null, 2)}\n`);
   const readmePath = join(root, 'README.md');
   const readme = readFileSync(readmePath, 'utf8');
   const start = readme.indexOf(README_START);
