@@ -3,8 +3,10 @@
 // plain client, no operator), another fresh one the operator (compiled, as its ServiceAccount);
 // both create N apps of size 2 at 4 requests in flight and wait until all are ready, then scale
 // every app by one. The operator run then measures edit latency, request counts (audit log) and a
-// steady state. Ratios divide by the floor of the same run. Writes bench/results.json and the
-// README table. Usage: npm run bench [-- --n 1000] [--growth] [--2500] [--edits 200] [--steady 60]
+// steady state. Last, a kind-settings rollout: the operator restarted with a new default image
+// (floor: the same new objects applied straight). Ratios divide by the floor of the same run.
+// Writes bench/results.json and the README table. Usage: npm run bench [-- --n 1000] [--growth]
+// [--2500] [--edits 200] [--steady 60] [--no-rollout] [--profile <dir>]
 // The operator's own settings (WORKERS, STATUS_INTERVAL_MS) pass through from the environment.
 import { KubeConfig, type KubernetesObject, type V1Deployment } from '@kubernetes/client-node';
 import { App, Chart } from 'cdk8s';
@@ -23,7 +25,8 @@ import { ControlPlane } from '../tools/controlplane/controlplane.js';
 import { freePort } from '../tools/controlplane/ports.js';
 import { httpGet, waitFor } from '../tools/controlplane/readiness.js';
 import { cpuMeter, memoryMiB } from './proc.js';
-import { OperatorRun, FloorRun, BenchResults, writeResults, table } from './report.js';
+import { ApiserverRecorder } from './profile.js';
+import { BenchRun, BenchSettings, FloorRun, OperatorRun, table, writeResults } from './report.js';
 import { Tracker } from './tracker.js';
 
 const root = join(import.meta.dirname, '..');
@@ -36,6 +39,9 @@ const kind = SAMPLE_KIND;
 const CR_API = `${kind.group}/${kind.version}`;
 /** The default NodePort range holds 2768 Services; wider runs need a wider range (a real cluster too). */
 const WIDE_NODE_PORTS = '30000-39999';
+/** The kind's new default image of the rollout phase (issue 11 item 6). */
+const ROLLOUT_IMAGE = 'takeyan/flask:0.0.4';
+const rolloutKind = { ...kind, image: ROLLOUT_IMAGE };
 
 const log = (line: string) => void process.stderr.write(`${line}\n`);
 
@@ -56,7 +62,10 @@ function args(argv: string[]) {
   for (const n of [...ns, ...Object.values(settings)]) {
     if (!Number.isInteger(n) || n < 0) throw new Error(`bench: bad argument in ${argv.join(' ')}`);
   }
-  return { ns, ...settings };
+  const profile = value('--profile');
+  if (argv.includes('--profile') && !profile) throw new Error('bench: --profile needs a directory');
+  // The rollout phase replaces every pod once more; --no-rollout skips it (the longest runs).
+  return { ns, ...settings, profile, rollout: !argv.includes('--no-rollout') };
 }
 
 type Settings = ReturnType<typeof args>;
@@ -75,12 +84,21 @@ async function pool<T>(items: T[], concurrency: number, fn: (item: T) => Promise
   }));
 }
 
+/** Each app's size when the rollout starts: the first `edits` were edited back to `size`, the rest scaled to size + 1. */
+const rolloutSize = (i: number, s: Settings) => (i < s.edits ? s.size : s.size + 1);
+
 const crOf = (i: number, size: number) => ({ apiVersion: CR_API, kind: kind.kind, metadata: { name: `app-${i}`, namespace: NS }, spec: { size } });
 const range = (n: number) => Array.from({ length: n }, (_, i) => i);
 
 function deploymentReady(size: number) {
   return (d: V1Deployment) => d.spec?.replicas === size && d.status?.readyReplicas === size && d.status?.updatedReplicas === size &&
     d.status?.replicas === size && (d.status?.observedGeneration ?? 0) >= (d.metadata?.generation ?? 0);
+}
+
+/** A Deployment on the rollout image, every replica updated and ready. */
+function deploymentRolledOut(d: V1Deployment): boolean {
+  const size = d.spec?.replicas ?? -1;
+  return d.spec?.template.spec?.containers[0]?.image === ROLLOUT_IMAGE && deploymentReady(size)(d);
 }
 
 function crConverged(size: number) {
@@ -104,7 +122,8 @@ const sum = (counts: Record<string, number>, pick: (what: string) => boolean = (
   Object.entries(counts).filter(([w]) => pick(w)).reduce((s, [, n]) => s + n, 0);
 
 async function startControlPlane(n: number, s: Settings): Promise<ControlPlane> {
-  return ControlPlane.start({ auditLog: true, log, pods: n * (s.size + 1), nodePortRange: n > 2700 ? WIDE_NODE_PORTS : undefined });
+  // Room for the rollout's surge pods (one more per app while its pods are replaced).
+  return ControlPlane.start({ auditLog: true, log, pods: n * (s.size + 2), nodePortRange: n > 2700 ? WIDE_NODE_PORTS : undefined, profiling: !!s.profile });
 }
 
 async function floor(n: number, s: Settings): Promise<FloorRun> {
@@ -129,6 +148,9 @@ async function floor(n: number, s: Settings): Promise<FloorRun> {
     await waitFor('floor RBAC', async () => !!(await rest.list('apps/v1', 'Deployment', NS).catch(() => undefined)), { timeoutMs: 60_000 });
     const deployments = new Tracker<V1Deployment>(kc, rest, { apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments', namespace: NS });
     await deployments.start();
+    const recorder = s.profile ? new ApiserverRecorder(cp.kubeConfig(), s.profile, `floor-${n}`) : undefined;
+    recorder?.start();
+    await recorder?.mark('create');
     const apiserverCpu = cpuMeter(cp.pids()['kube-apiserver']!);
     const at = () => new Date().toISOString();
 
@@ -140,6 +162,7 @@ async function floor(n: number, s: Settings): Promise<FloorRun> {
     await deployments.waitFor(`floor: ${n} Deployments ready`, n, deploymentReady(s.size), 1_800_000);
     const createSeconds = seconds(tCreate);
 
+    await recorder?.mark('scale');
     log(`bench: floor N=${n}: scale`);
     const tScaleIso = at();
     const tScale = performance.now();
@@ -150,12 +173,28 @@ async function floor(n: number, s: Settings): Promise<FloorRun> {
     const apiserverCpuSeconds = apiserverCpu();
     const tEndIso = at();
 
+    // The rollout's floor: the objects render() gives with the kind's new image, at the sizes the
+    // operator's apps have by then, applied straight; until every Deployment has rolled out.
+    let rolloutSeconds: number | undefined;
+    if (s.rollout) {
+      await recorder?.mark('rollout');
+      log(`bench: floor N=${n}: rollout of a new image`);
+      const tRollout = performance.now();
+      const rolled = range(n).flatMap((i) => render(rolloutKind, crOf(i, rolloutSize(i, s))).filter((o) => o.kind === 'Deployment'));
+      await pool(rolled, s.concurrency, (o) => rest.apply(o, 'bench-floor'));
+      await deployments.waitFor(`floor: ${n} Deployments rolled out`, n, (d) => deploymentRolledOut(d), 1_800_000);
+      rolloutSeconds = seconds(tRollout);
+    }
+    await recorder?.mark('end');
+    await recorder?.stop();
+
     deployments.stop();
     rest.close();
     const audit = await cp.readAuditLog();
     return {
       createSeconds,
       scaleSeconds,
+      rolloutSeconds,
       apiserverCpuSeconds,
       requests: { create: requests(audit, FLOOR_USER, tCreateIso, tScaleIso), scale: requests(audit, FLOOR_USER, tScaleIso, tEndIso) },
     };
@@ -175,8 +214,31 @@ async function operator(n: number, s: Settings): Promise<OperatorRun> {
   return { ...run, exitCode };
 }
 
+interface OperatorProcess {
+  readonly pid: number;
+  readonly exited: Promise<number | null>;
+  stop(): Promise<number | null>;
+}
+
+/** The compiled operator as its own process (under `--cpu-prof` with --profile); resolves when /readyz passes. */
+async function startOperator(env: NodeJS.ProcessEnv, port: number, s: Settings, name: string): Promise<OperatorProcess> {
+  const prof = s.profile ? ['--cpu-prof', `--cpu-prof-dir=${s.profile}`, `--cpu-prof-name=${name}.cpuprofile`] : [];
+  const child = spawn(process.execPath, [...prof, join(root, 'build', 'operator', 'main.js')], { cwd: root, env, stdio: ['ignore', 'inherit', 'inherit'] });
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  const stop = async () => {
+    child.kill('SIGTERM');
+    return exited;
+  };
+  try {
+    await waitFor('operator ready', async () => (await httpGet(`http://127.0.0.1:${port}/readyz`).catch(() => ({ status: 0 }))).status === 200, { timeoutMs: 120_000 });
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+  return { pid: child.pid!, exited, stop };
+}
+
 async function operatorRun(n: number, s: Settings, onExit: (code: number | null) => void): Promise<OperatorRun> {
-  let exitCode: number | null = null;
   const cp = await startControlPlane(n, s);
   try {
     const kc = cp.kubeConfig();
@@ -189,16 +251,17 @@ async function operatorRun(n: number, s: Settings, onExit: (code: number | null)
     const port = await freePort();
     const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, KUBECONFIG: kubeconfig, METRICS_PORT: String(port), HEALTH_PORT: String(port), LOG_LEVEL: 'warn' };
     for (const name of ['WORKERS', 'STATUS_INTERVAL_MS', 'LOG_LEVEL']) if (process.env[name]) env[name] = process.env[name];
-    const child = spawn(process.execPath, [join(root, 'build', 'operator', 'main.js')], { cwd: root, env, stdio: ['ignore', 'inherit', 'inherit'] });
-    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    let op = await startOperator(env, port, s, `operator-${n}`);
     try {
       const metrics = async () => (await httpGet(`http://127.0.0.1:${port}/metrics`)).body;
-      await waitFor('operator ready', async () => (await httpGet(`http://127.0.0.1:${port}/readyz`).catch(() => ({ status: 0 }))).status === 200, { timeoutMs: 60_000 });
-      const pid = child.pid!;
+      const pid = op.pid;
       const rssIdleMiB = memoryMiB(pid, 'VmRSS');
       const crs = new Tracker<Resource>(kc, rest, { apiVersion: CR_API, kind: kind.kind, plural: kind.plural, namespace: NS });
       const deployments = new Tracker<V1Deployment>(kc, rest, { apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments', namespace: NS });
       await Promise.all([crs.start(), deployments.start()]);
+      const recorder = s.profile ? new ApiserverRecorder(cp.kubeConfig(), s.profile, `operator-${n}`) : undefined;
+      recorder?.start();
+      await recorder?.mark('create');
       const apiserverCpu = cpuMeter(cp.pids()['kube-apiserver']!);
       const operatorCpu = cpuMeter(pid);
       const at = () => new Date().toISOString();
@@ -210,6 +273,7 @@ async function operatorRun(n: number, s: Settings, onExit: (code: number | null)
       await crs.waitFor(`operator: ${n} CRs converged`, n, crConverged(s.size), 1_800_000);
       const createSeconds = seconds(tCreate);
 
+      await recorder?.mark('scale');
       log(`bench: operator N=${n}: scale`);
       const tScaleIso = at();
       const tScale = performance.now();
@@ -221,6 +285,7 @@ async function operatorRun(n: number, s: Settings, onExit: (code: number | null)
       const apiserverCpuSeconds = apiserverCpu();
       const cpuSeconds = operatorCpu();
 
+      await recorder?.mark('edits');
       log(`bench: operator N=${n}: ${Math.min(s.edits, n)} edits, one at a time`);
       const tEditsIso = at();
       const latencies: number[] = [];
@@ -245,8 +310,41 @@ async function operatorRun(n: number, s: Settings, onExit: (code: number | null)
       const steadyReconciles = (await reconciles()) - before;
       const tEndIso = at();
       const rssAfterMiB = memoryMiB(pid, 'VmRSS');
+      // V8's heap in use after the run (prom-client's default metric): what the caches hold.
+      const heapLine = (await metrics()).split('\n').find((l) => l.startsWith('nodejs_heap_size_used_bytes'));
+      const heapUsedMiB = Math.round(Number(heapLine?.split(' ').pop() ?? NaN) / 2 ** 20);
       const rssPeakMiB = memoryMiB(pid, 'VmHWM');
       const cpuTotalSeconds = operatorCpu();
+
+      // Kind-settings rollout (issue 11 item 6): the operator restarted with a new default image;
+      // until every CR shows it (Ready flipped back to True after the restart, rollout complete)
+      // and every Deployment runs the new image with all replicas ready.
+      let rollout: OperatorRun['rollout'];
+      const tRolloutIso = at();
+      if (s.rollout) {
+        await recorder?.mark('rollout');
+        log(`bench: operator N=${n}: restart with a new default image (${ROLLOUT_IMAGE}), rollout to ${n} CRs`);
+        const exitCode = await op.stop();
+        onExit(exitCode);
+        if (exitCode !== 0) log(`bench: operator exited with ${exitCode}`);
+        const restartedAt = new Date(Math.floor(Date.now() / 1000) * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+        const tRollout = performance.now();
+        const rolloutApiserverCpu = cpuMeter(cp.pids()['kube-apiserver']!);
+        op = await startOperator({ ...env, APPKIND_KINDS: JSON.stringify({ kinds: [rolloutKind] }) }, port, s, `operator-${n}-restarted`);
+        const rolloutCpu = cpuMeter(op.pid);
+        const rolledOut = (r: Resource) => {
+          const ready = r.status?.conditions?.find((c) => c.type === 'Ready') as { status: string; lastTransitionTime?: string } | undefined;
+          const progressing = r.status?.conditions?.find((c) => c.type === 'Progressing');
+          return crConverged(r.spec?.size ?? 0)(r) && progressing?.status === 'False' && (ready?.lastTransitionTime ?? '') >= restartedAt;
+        };
+        await crs.waitFor(`operator: ${n} CRs show the rollout`, n, rolledOut, 1_800_000);
+        await deployments.waitFor(`operator: ${n} Deployments rolled out`, n, deploymentRolledOut, 600_000);
+        // Operator CPU from its readiness (cache sync) on; kube-apiserver CPU from the restart on.
+        rollout = { seconds: seconds(tRollout), image: ROLLOUT_IMAGE, operatorCpuSeconds: rolloutCpu(), apiserverCpuSeconds: rolloutApiserverCpu() };
+      }
+      const tRolloutEndIso = at();
+      await recorder?.mark('end');
+      await recorder?.stop();
       crs.stop();
       deployments.stop();
       rest.close();
@@ -255,6 +353,7 @@ async function operatorRun(n: number, s: Settings, onExit: (code: number | null)
       const steady = requests(audit, OPERATOR_USER, tSteadyIso, tEndIso);
       const create = requests(audit, OPERATOR_USER, tCreateIso, tScaleIso);
       const scale = requests(audit, OPERATOR_USER, tScaleIso, tEditsIso);
+      const rolloutRequests = requests(audit, OPERATOR_USER, tRolloutIso, tRolloutEndIso);
       const statusPatches = (counts: Record<string, number>) => Math.round((counts[`patch ${kind.plural}/status`] ?? 0) / n * 100) / 100;
       return {
         createSeconds,
@@ -263,17 +362,17 @@ async function operatorRun(n: number, s: Settings, onExit: (code: number | null)
         cpuSeconds,
         cpuTotalSeconds,
         rssMiB: { idle: rssIdleMiB, afterRun: rssAfterMiB, peak: rssPeakMiB },
+        heapUsedMiB,
         editLatencyMs: { count: latencies.length, p50: percentile(latencies, 50), p90: percentile(latencies, 90), p99: percentile(latencies, 99), max: percentile(latencies, 100) },
-        requests: { create, scale },
-        statusPatchesPerCr: { create: statusPatches(create), scale: statusPatches(scale) },
+        requests: { create, scale, ...(rollout ? { rollout: rolloutRequests } : {}) },
+        statusPatchesPerCr: { create: statusPatches(create), scale: statusPatches(scale), rollout: rollout ? statusPatches(rolloutRequests) : undefined },
         steadyState: { seconds: s.steadySeconds, writes: sum(steady, isWrite), reconciles: steadyReconciles },
+        rollout,
         exitCode: undefined,
       };
     } finally {
-      child.kill('SIGTERM');
-      exitCode = await exited;
-      if (exitCode !== 0) log(`bench: operator exited with ${exitCode}`);
-      onExit(exitCode);
+      const code = await op.stop();
+      if (code !== 0) log(`bench: operator exited with ${code}`);
     }
   } finally {
     await cp.stop();
@@ -282,50 +381,49 @@ async function operatorRun(n: number, s: Settings, onExit: (code: number | null)
 
 let kubernetes = 'unknown';
 
+const loadAverage = () => loadavg().map((l) => Math.round(l * 100) / 100);
+
 async function main(): Promise<void> {
   const s = args(process.argv.slice(2));
   // The compiled operator, as the image runs it (tsx would add its own memory to the figures).
   execFileSync(join(root, 'node_modules', '.bin', 'tsc'), ['-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
-  const results: BenchResults = {
-    date: new Date().toISOString(),
-    command: `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,
-    machine: {
-      cpus: cpus().length,
-      cpuModel: cpus()[0]?.model ?? 'unknown',
-      memoryGiB: Math.round(totalmem() / 2 ** 30),
-      loadAverageAtStart: loadavg().map((l) => Math.round(l * 100) / 100),
-      node: process.version,
-      kubernetes,
+  const command = `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`;
+  const commit = execFileSync('git', ['describe', '--always', '--dirty'], { cwd: root, encoding: 'utf8' }).trim();
+  const settings: BenchSettings = {
+    size: s.size,
+    concurrency: s.concurrency,
+    edits: s.edits,
+    steadySeconds: s.steadySeconds,
+    rolloutImage: s.rollout ? ROLLOUT_IMAGE : undefined,
+    operator: {
+      workers: Number(process.env.WORKERS || DEFAULT_WORKERS),
+      statusIntervalMs: Number(process.env.STATUS_INTERVAL_MS || DEFAULT_STATUS_INTERVAL_MS),
     },
-    settings: {
-      size: s.size,
-      concurrency: s.concurrency,
-      edits: s.edits,
-      steadySeconds: s.steadySeconds,
-      operator: {
-        workers: Number(process.env.WORKERS || DEFAULT_WORKERS),
-        statusIntervalMs: Number(process.env.STATUS_INTERVAL_MS || DEFAULT_STATUS_INTERVAL_MS),
-      },
-    },
-    runs: [],
   };
-  log(`bench: N=${s.ns.join(', ')}; operator settings ${JSON.stringify(results.settings.operator)}; load average ${results.machine.loadAverageAtStart.join(' ')}`);
+  const runs: BenchRun[] = [];
+  log(`bench: N=${s.ns.join(', ')}; settings ${JSON.stringify(settings)}; code ${commit}; load average ${loadAverage().join(' ')}`);
   for (const n of s.ns) {
+    const date = new Date().toISOString();
+    const start = loadAverage();
     const f = await floor(n, s);
-    log(`bench: floor N=${n}: create ${f.createSeconds} s, scale ${f.scaleSeconds} s`);
+    log(`bench: floor N=${n}: create ${f.createSeconds} s, scale ${f.scaleSeconds} s, rollout ${f.rolloutSeconds ?? '-'} s`);
     const o = await operator(n, s);
-    log(`bench: operator N=${n}: create ${o.createSeconds} s, scale ${o.scaleSeconds} s`);
+    log(`bench: operator N=${n}: create ${o.createSeconds} s, scale ${o.scaleSeconds} s, rollout ${o.rollout?.seconds ?? '-'} s`);
     const ratio = (a: number, b: number) => Math.round((a / b) * 100) / 100;
-    results.runs.push({
-      n,
-      loadAverageAfter: loadavg().map((l) => Math.round(l * 100) / 100),
+    runs.push({
+      n, date, command, commit, settings,
+      loadAverage: { start, after: loadAverage() },
       floor: f,
       operator: o,
-      ratios: { create: ratio(o.createSeconds, f.createSeconds), scale: ratio(o.scaleSeconds, f.scaleSeconds), apiserverCpu: ratio(o.apiserverCpuSeconds, f.apiserverCpuSeconds) },
+      ratios: {
+        create: ratio(o.createSeconds, f.createSeconds), scale: ratio(o.scaleSeconds, f.scaleSeconds),
+        rollout: o.rollout && f.rolloutSeconds ? ratio(o.rollout.seconds, f.rolloutSeconds) : undefined,
+        apiserverCpu: ratio(o.apiserverCpuSeconds, f.apiserverCpuSeconds),
+      },
     });
   }
-  results.machine.kubernetes = kubernetes;
-  writeResults(root, results);
+  const machine = { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version, kubernetes };
+  const results = writeResults(root, { date: new Date().toISOString(), machine, runs });
   process.stdout.write(`${table(results)}\n`);
 }
 

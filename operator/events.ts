@@ -5,18 +5,15 @@ import { RestClient } from './rest.js';
 
 /** Records Kubernetes Events on a CR, as `kubectl describe` shows them. */
 export class EventRecorder {
-  /**
-   * @param rest sends the Events (its request hook counts them; it waits out throttling (429) as for
-   *   any other request, and gives up after its retries: an Event is never worth a hot loop)
-   */
+  /** @param rest the operator's own client (its kept-alive connections; its hook counts the requests) */
   constructor(private readonly rest: RestClient, private readonly component: string, private readonly log: Logger) {}
 
   /** Best effort: a failed Event must never fail the reconcile that reports it. */
   async record(obj: KubernetesObject, type: 'Normal' | 'Warning', reason: string, message: string, log: Logger = this.log): Promise<void> {
     const namespace = obj.metadata!.namespace!;
-    const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
-    // Timestamps as the API server spells them (client-node's typed Event would want Date objects).
-    const body: Omit<CoreV1Event, 'firstTimestamp' | 'lastTimestamp'> & { firstTimestamp: string; lastTimestamp: string } = {
+    const now = new Date().toISOString();
+    // Timestamps as the API server spells them (client-node's Date fields serialize to the same).
+    const event: Omit<CoreV1Event, 'firstTimestamp' | 'lastTimestamp'> & { firstTimestamp: string; lastTimestamp: string } = {
       apiVersion: 'v1',
       kind: 'Event',
       metadata: { generateName: `${obj.metadata!.name}.`, namespace },
@@ -32,10 +29,9 @@ export class EventRecorder {
       count: 1,
     };
     try {
-      await this.rest.request('POST', `/api/v1/namespaces/${namespace}/events`, { body });
+      await this.rest.request('POST', `/api/v1/namespaces/${encodeURIComponent(namespace)}/events`, { body: event });
     } catch (e) {
-      const f = apiFailure(e);
-      log.warn('could not record event', { reason, code: f.code, throttled: f.retryAfterMs !== undefined || undefined, error: f.message.split('\n')[0] });
+      log.warn('could not record event', { reason, error: apiFailure(e).message.split('\n')[0] });
     }
   }
 }

@@ -1,8 +1,9 @@
 // Leader election on a coordination.k8s.io/v1 Lease, as client-go's leaderelection package does it,
 // so that of several operator replicas exactly one reconciles at a time.
-import { ApiException, CoordinationV1Api, KubeConfig, V1Lease, V1MicroTime } from '@kubernetes/client-node';
+import { V1Lease } from '@kubernetes/client-node';
 import { apiFailure } from './kube.js';
 import { Logger, silentLogger } from './log.js';
+import { ApiError, RestClient } from './rest.js';
 import { throttleDelayMs } from './throttle.js';
 
 /** Where the Lease lives, who we are, and the timing (client-go's names and meaning). */
@@ -21,10 +22,6 @@ export interface LeaderElectorOptions {
   readonly retryPeriodSeconds: number;
   /** @default no logging */
   readonly log?: Logger;
-  /** Called for every API request with its method and HTTP status (or "<error>"), for metrics. */
-  readonly onRequest?: (method: string, code: number | string) => void;
-  /** A lease request was throttled (429, or 503 with Retry-After): the next attempt waits it out. */
-  readonly onThrottled?: (code: number) => void;
 }
 
 /** What to do when leadership changes. */
@@ -69,7 +66,12 @@ function timeMs(value: Date | string | undefined): number | undefined {
 }
 
 function statusOf(e: unknown): number | undefined {
-  return e instanceof ApiException ? e.code : undefined;
+  return e instanceof ApiError && e.code > 0 ? e.code : undefined;
+}
+
+/** A Lease's MicroTime as the API server spells it (RFC 3339 with six fractional digits). */
+function microTime(ms: number): string {
+  return `${new Date(ms).toISOString().slice(0, -1)}000Z`;
 }
 
 /**
@@ -79,7 +81,6 @@ function statusOf(e: unknown): number | undefined {
  * Expiry is judged against renewTime with this host's clock: keep node clocks in sync (NTP).
  */
 export class LeaderElector {
-  private readonly api: CoordinationV1Api;
   private readonly log: Logger;
   private callbacks?: LeaderCallbacks;
   private leading = false;
@@ -93,15 +94,18 @@ export class LeaderElector {
   private throttledInARow = 0;
   private loop?: Promise<void>;
 
+  /**
+   * @param rest the operator's own client: renewals (every retry period) reuse its kept-alive
+   *   connections instead of opening a TLS connection each
+   */
   constructor(
-    kc: KubeConfig,
+    private readonly rest: RestClient,
     private readonly opts: LeaderElectorOptions,
   ) {
     if (opts.renewDeadlineSeconds >= opts.leaseDurationSeconds) {
       throw new Error(`leader election: renew deadline (${opts.renewDeadlineSeconds}s) must be less than the lease duration (${opts.leaseDurationSeconds}s)`);
     }
     if (opts.retryPeriodSeconds <= 0) throw new Error(`leader election: retry period must be positive, got ${opts.retryPeriodSeconds}s`);
-    this.api = kc.makeApiClient(CoordinationV1Api);
     this.log = (opts.log ?? silentLogger).child({ lease: `${opts.namespace}/${opts.name}`, identity: opts.identity });
   }
 
@@ -132,11 +136,11 @@ export class LeaderElector {
     await this.loop;
     // Checked against the Lease itself: an attempt in flight during halt() may just have acquired it.
     try {
-      const lease = await this.request('GET', () => this.api.readNamespacedLeaseWithHttpInfo({ name: this.opts.name, namespace: this.opts.namespace }));
+      const lease = await this.request<V1Lease>('GET');
       if (lease.spec?.holderIdentity !== this.opts.identity) return;
-      const now = new V1MicroTime();
-      const body: V1Lease = { ...lease, spec: { ...lease.spec, holderIdentity: undefined, leaseDurationSeconds: 1, acquireTime: now, renewTime: now } };
-      await this.request('PUT', () => this.api.replaceNamespacedLeaseWithHttpInfo({ name: this.opts.name, namespace: this.opts.namespace, body }));
+      const now = microTime(Date.now());
+      const spec = { ...lease.spec, holderIdentity: undefined, leaseDurationSeconds: 1, acquireTime: now, renewTime: now };
+      await this.request('PUT', { ...lease, spec });
       this.log.info('released the lease');
     } catch (e) {
       // The lease then simply expires after its duration; shutting down must go on.
@@ -187,7 +191,6 @@ export class LeaderElector {
       const retryAfterMs = apiFailure(e).retryAfterMs;
       if (retryAfterMs !== undefined) {
         this.throttledForMs = throttleDelayMs(this.throttledInARow++, retryAfterMs, { capMs: this.opts.leaseDurationSeconds * 1000 });
-        this.opts.onThrottled?.(code ?? 429);
         this.log.warn('lease request throttled; waiting', { code, delayMs: this.throttledForMs });
       } else if (code === 409) this.log.debug('lease update conflicted with another writer; retrying', {});
       else this.log.warn('lease request failed', { err: e, code });
@@ -217,27 +220,27 @@ export class LeaderElector {
   /** Reads the Lease and claims or renews it when free, expired or ours. */
   private async tryAcquireOrRenew(): Promise<{ held: true; at: number } | { held: false; takenBy?: string }> {
     const { name, namespace, identity } = this.opts;
-    const now = new V1MicroTime();
+    const nowMs = Date.now();
+    const now = microTime(nowMs);
     const mine = { holderIdentity: identity, leaseDurationSeconds: this.opts.leaseDurationSeconds, renewTime: now };
     let lease: V1Lease;
     try {
-      lease = await this.request('GET', () => this.api.readNamespacedLeaseWithHttpInfo({ name, namespace }));
+      lease = await this.request<V1Lease>('GET');
     } catch (e) {
       if (statusOf(e) !== 404) throw e;
-      const body: V1Lease = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name, namespace }, spec: { ...mine, acquireTime: now, leaseTransitions: 0 } };
-      await this.request('POST', () => this.api.createNamespacedLeaseWithHttpInfo({ namespace, body }));
+      await this.request('POST', { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name, namespace }, spec: { ...mine, acquireTime: now, leaseTransitions: 0 } });
       this.observe(identity);
-      return { held: true, at: now.getTime() };
+      return { held: true, at: nowMs };
     }
     const spec = lease.spec ?? {};
     const holder = spec.holderIdentity ?? '';
     this.observe(holder);
     const record = { holderIdentity: holder, renewTimeMs: timeMs(spec.renewTime), leaseDurationSeconds: spec.leaseDurationSeconds };
-    if (heldByOther(record, identity, now.getTime(), this.opts.leaseDurationSeconds)) {
+    if (heldByOther(record, identity, nowMs, this.opts.leaseDurationSeconds)) {
       return { held: false, takenBy: holder };
     }
     const takeover = holder !== identity;
-    const body: V1Lease = {
+    const body = {
       ...lease,
       spec: {
         ...spec,
@@ -247,10 +250,10 @@ export class LeaderElector {
       },
     };
     // metadata.resourceVersion from the read makes this a compare-and-swap: 409 if anyone wrote since.
-    await this.request('PUT', () => this.api.replaceNamespacedLeaseWithHttpInfo({ name, namespace, body }));
+    await this.request('PUT', body);
     if (takeover) this.log.info('took over the lease', { previousHolder: holder || undefined });
     this.observe(identity);
-    return { held: true, at: now.getTime() };
+    return { held: true, at: nowMs };
   }
 
   private observe(holder: string): void {
@@ -262,15 +265,11 @@ export class LeaderElector {
     }
   }
 
-  private async request<T>(method: string, call: () => Promise<{ httpStatusCode: number; data: T }>): Promise<T> {
-    try {
-      const res = await call();
-      this.opts.onRequest?.(method, res.httpStatusCode);
-      return res.data;
-    } catch (e) {
-      this.opts.onRequest?.(method, statusOf(e) ?? '<error>');
-      throw e;
-    }
+  /** GET or PUT the Lease, or POST it to the collection (the client's request hook counts them). */
+  private request<T = unknown>(method: 'GET' | 'PUT' | 'POST', body?: object): Promise<T> {
+    const { name, namespace } = this.opts;
+    const collection = `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/leases`;
+    return this.rest.request<T>(method, method === 'POST' ? collection : `${collection}/${encodeURIComponent(name)}`, { body });
   }
 
   private sleep(ms: number): Promise<void> {

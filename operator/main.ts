@@ -36,10 +36,10 @@ async function run(settings: OperatorSettings, log: Logger): Promise<void> {
   });
 
   const elector = settings.leaderElect
-    ? new LeaderElector(kc, {
+    ? new LeaderElector(operator.rest, {
       namespace: leaseNamespace(settings), name: settings.leaseName, identity: settings.identity ?? `${hostname()}_${process.pid}`,
       leaseDurationSeconds: settings.leaseDurationSeconds, renewDeadlineSeconds: settings.renewDeadlineSeconds, retryPeriodSeconds: settings.retryPeriodSeconds,
-      log, onRequest: (method, code) => metrics.apiRequest(method, code), onThrottled: (code) => metrics.throttled('LEASE', code),
+      log,
     })
     : undefined;
 
@@ -51,6 +51,7 @@ async function run(settings: OperatorSettings, log: Logger): Promise<void> {
     const finished = await operator.stop(settings.shutdownGraceSeconds * 1000);
     if (!finished) log.warn('in-flight reconciles did not finish within the grace period');
     await elector?.release();
+    operator.rest.close();
     await servers.close();
     log.info('stopped', { signal });
     process.exit(code);

@@ -58,7 +58,7 @@ export class OperatorMetrics {
   });
   private readonly throttledTotal = new Counter({
     name: 'appkind_rest_client_throttled_total',
-    help: 'API requests the server throttled (429, or 503 with Retry-After), by method (WATCH for a watch, LEASE for leader election); each is sent again after a backoff of at least its Retry-After',
+    help: 'API requests the server throttled (429, or 503 with Retry-After), by method (WATCH for a watch); each is sent again after a backoff of at least its Retry-After',
     labelNames: ['code', 'method'] as const,
     registers: [this.registry],
   });

@@ -21,7 +21,8 @@ export class Operator {
   private readonly caches: ResourceCache<KubernetesObject>[] = [];
   private readonly kinds: Map<string, AppKind>;
   private readonly running = new Set<string>();
-  private readonly rest: RestClient;
+  /** The one keep-alive client of the process: caches, reconciles, events and leader election share it. */
+  readonly rest: RestClient;
 
   constructor(kc: KubeConfig, private readonly settings: OperatorSettings, private readonly log: Logger, metrics: OperatorMetrics) {
     this.kinds = new Map(settings.kinds.map((k) => [k.kind, k]));
@@ -101,11 +102,13 @@ export class Operator {
     return this.caches.every((c) => c.synced);
   }
 
-  /** Stops taking work, waits for in-flight reconciles up to graceMs, stops the watches. */
+  /**
+   * Stops taking work, waits for in-flight reconciles up to graceMs, stops the watches. The client
+   * stays open (the lease is released through it); `rest.close()` ends its connections.
+   */
   async stop(graceMs: number): Promise<boolean> {
     const finished = await this.queue.shutdown(graceMs);
     for (const c of this.caches) c.stop();
-    this.rest.close();
     return finished;
   }
 

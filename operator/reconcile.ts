@@ -10,7 +10,7 @@ import { imagePolicyFailure } from './policy.js';
 import { HandlerResult } from './queue.js';
 import { RenderCache } from './render-cache.js';
 import { RestClient } from './rest.js';
-import { StatusPacer } from './status-pacer.js';
+import { StatusPacer, urgent } from './status-pacer.js';
 import { throttleDelayMs, ThrottledError } from './throttle.js';
 import { AppStatus, computeStatus, podsRefusedEvent, ReconcileFailure, replicaFailureOf, statusEqual } from './status.js';
 
@@ -209,7 +209,7 @@ export class Reconciler {
     try {
       // A merge patch keeps fields it does not mention: null removes a NodePort that is gone.
       await this.deps.rest.patchStatus(cr, { ...status, nodePort: status.nodePort ?? null });
-      this.deps.pacer?.wrote(key);
+      this.deps.pacer?.wrote(key, !cr.status?.conditions?.length || urgent(cr.status, status));
       log.info('status updated', { replicas: status.replicas, readyReplicas: status.readyReplicas, nodes: status.nodes.length, nodePort: status.nodePort });
       // Pods refused by admission (quota, Pod Security, LimitRange): say so where the CR's author looks.
       const refused = podsRefusedEvent(cr.status, status, replicaFailureOf(deployment));

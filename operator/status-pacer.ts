@@ -1,35 +1,67 @@
 import { AppStatus } from './status.js';
 
 /**
- * When to write a CR's status. The first status, a new observedGeneration, Ready or Degraded
- * flipping and a new refusal reason are written at once; changes in between (one more pod listed,
- * one more ready) are coalesced and written at most once per interval, counted from the last write,
- * which is the start of the rollout. The final status is never delayed: it flips Ready.
+ * When to write a CR's status. A new observedGeneration, Ready or Degraded flipping and a new
+ * refusal reason are written at once; changes in between (one more pod listed, one more ready) are
+ * coalesced and written at most once per interval, counted from the last write, which is the start
+ * of the rollout; each further progress write of the same rollout waits twice as long (up to
+ * MAX_PROGRESS_INTERVAL_MS), so a long rollout of many CRs does not turn into a steady stream of
+ * status writes. A new CR's first status is coalesced too, counted from when this process first
+ * wanted to write it: an ordinary rollout that completes within the interval gets a single status
+ * write, Ready=True (a CR without status is not Ready to `kubectl wait` either). The final status
+ * is never delayed: it flips Ready.
  */
 export class StatusPacer {
-  private readonly lastWrite = new Map<string, number>();
+  private readonly lastWrite = new Map<string, { at: number; progress: number }>();
+  /** CRs without any status yet: when their first status was computed. */
+  private readonly firstWanted = new Map<string, number>();
 
   constructor(private readonly intervalMs: number, private readonly now: () => number = Date.now) {}
 
   /** 0 to write now, else how long to wait before this change may be written. */
   delayMs(key: string, current: Partial<AppStatus> | undefined, next: AppStatus): number {
-    if (this.intervalMs <= 0 || urgent(current, next)) return 0;
+    if (this.intervalMs <= 0) return 0;
+    if (!current?.conditions?.length) {
+      if (news(next)) return 0;
+      let since = this.firstWanted.get(key);
+      if (since === undefined) this.firstWanted.set(key, (since = this.now()));
+      return Math.max(0, since + this.intervalMs - this.now());
+    }
+    if (urgent(current, next)) return 0;
     const last = this.lastWrite.get(key);
     if (last === undefined) return 0; // not written by this process: no rollout to pace
-    return Math.max(0, last + this.intervalMs - this.now());
+    return Math.max(0, last.at + this.progressInterval(last.progress) - this.now());
   }
 
-  wrote(key: string): void {
-    this.lastWrite.set(key, this.now());
+  /** The interval before the next progress write, after `progress` of them in this rollout. */
+  private progressInterval(progress: number): number {
+    return Math.min(this.intervalMs * 2 ** progress, Math.max(this.intervalMs, MAX_PROGRESS_INTERVAL_MS));
+  }
+
+  /** A status was written; `wasUrgent` (a new generation, a flip) starts a new rollout's pacing. */
+  wrote(key: string, wasUrgent = true): void {
+    const progress = wasUrgent ? 0 : (this.lastWrite.get(key)?.progress ?? -1) + 1;
+    this.lastWrite.set(key, { at: this.now(), progress });
+    this.firstWanted.delete(key);
   }
 
   forget(key: string): void {
     this.lastWrite.delete(key);
+    this.firstWanted.delete(key);
   }
 }
 
+/** Progress writes of one rollout are spaced out up to this (or the interval, if longer). */
+export const MAX_PROGRESS_INTERVAL_MS = 600_000;
+
 /** Condition reasons of an ordinary rollout in progress; any other new reason (a refusal) is news. */
 const ROLLOUT_REASONS = new Set(['ReplicasNotReady', 'DeploymentMissing', 'RollingOut', 'RolloutComplete']);
+
+/** A first status worth writing at once: Ready, Degraded, or a refusal instead of ordinary progress. */
+function news(next: AppStatus): boolean {
+  return next.conditions.some((c) => (c.type === 'Ready' && c.status === 'True') || (c.type === 'Degraded' && c.status === 'True') ||
+    (c.type !== 'Degraded' && !ROLLOUT_REASONS.has(c.reason)));
+}
 
 /** A change a user or a tool waits for: never held back. */
 export function urgent(current: Partial<AppStatus> | undefined, next: AppStatus): boolean {

@@ -3,6 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jes
 import { CoordinationV1Api, KubeConfig, V1MicroTime } from '@kubernetes/client-node';
 import { AddressInfo, connect, createServer, Server, Socket } from 'node:net';
 import { LeaderCallbacks, LeaderElector } from '../../operator/leader.js';
+import { RestClient } from '../../operator/rest.js';
 import { createTestNamespace, eventually, sharedCluster } from './cluster.js';
 
 const LEASE_DURATION = 3; // seconds; an integer, as the Lease field is
@@ -16,6 +17,7 @@ let kc: KubeConfig;
 let namespace: string;
 let leases: CoordinationV1Api;
 const electors: LeaderElector[] = [];
+const clients: RestClient[] = [];
 let leaseCounter = 0;
 
 beforeAll(async () => {
@@ -26,12 +28,15 @@ beforeAll(async () => {
 
 afterEach(() => {
   for (const e of electors.splice(0)) e.stop();
+  for (const c of clients.splice(0)) c.close();
 });
 
 /** A candidate on `lease` with its event log; `kubeConfig` lets a test route it through a proxy. */
 function candidate(identity: string, lease: string, kubeConfig: KubeConfig = kc) {
   const events: string[] = [];
-  const elector = new LeaderElector(kubeConfig, {
+  const rest = new RestClient(kubeConfig);
+  clients.push(rest);
+  const elector = new LeaderElector(rest, {
     namespace,
     name: lease,
     identity,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { AppStatus, computeStatus, StatusInput } from '../../operator/status.js';
-import { StatusPacer, urgent } from '../../operator/status-pacer.js';
+import { MAX_PROGRESS_INTERVAL_MS, StatusPacer, urgent } from '../../operator/status-pacer.js';
 import { V1Deployment, V1Pod } from '@kubernetes/client-node';
 
 const labels = { 'app.kubernetes.io/name': 'echoflask', 'app.kubernetes.io/instance': 'a', 'app.kubernetes.io/managed-by': 'cdk8s-appkind' };
@@ -46,7 +46,6 @@ describe('StatusPacer', () => {
   it('holds pod-count changes back until the interval since the last write has passed', () => {
     let now = 1_000;
     const pacer = new StatusPacer(10_000, () => now);
-    expect(pacer.delayMs('k', undefined, first)).toBe(0);
     pacer.wrote('k');
     now += 2_000;
     expect(urgent(first, onePod)).toBe(false);
@@ -59,8 +58,57 @@ describe('StatusPacer', () => {
     expect(pacer.delayMs('k', first, twoPods)).toBe(0);
   });
 
+  it('spaces the progress writes of one rollout out, twice as far each time, until the next urgent write', () => {
+    let now = 0;
+    const pacer = new StatusPacer(10_000, () => now);
+    pacer.wrote('k', true); // the rollout starts: a new generation
+    now = 10_000;
+    expect(pacer.delayMs('k', first, onePod)).toBe(0);
+    pacer.wrote('k', false);
+    now = 25_000;
+    expect(pacer.delayMs('k', onePod, twoPods)).toBe(5_000); // 20 s after the first progress write
+    now = 30_000;
+    pacer.wrote('k', false);
+    expect(pacer.delayMs('k', twoPods, onePod)).toBe(40_000);
+    // An urgent write (Ready flipped, a new generation) starts over at the interval.
+    pacer.wrote('k', true);
+    expect(pacer.delayMs('k', first, onePod)).toBe(10_000);
+    // Capped: never more than MAX_PROGRESS_INTERVAL_MS between two progress writes.
+    for (let i = 0; i < 20; i++) pacer.wrote('k', false);
+    expect(pacer.delayMs('k', first, onePod)).toBe(MAX_PROGRESS_INTERVAL_MS);
+  });
+
   it('writes every change with interval 0, and at once for a CR this process never wrote', () => {
     expect(new StatusPacer(0).delayMs('k', first, onePod)).toBe(0);
+    expect(new StatusPacer(0).delayMs('k', undefined, first)).toBe(0);
     expect(new StatusPacer(10_000).delayMs('other', first, onePod)).toBe(0);
+  });
+
+  it('holds a new CR\'s first status back for the interval while its rollout is ordinary', () => {
+    let now = 1_000;
+    const pacer = new StatusPacer(10_000, () => now);
+    expect(pacer.delayMs('k', undefined, first)).toBe(10_000);
+    now += 4_000;
+    // Counted from the first time it was wanted, not from each reconcile.
+    expect(pacer.delayMs('k', undefined, onePod)).toBe(6_000);
+    expect(pacer.delayMs('k', {}, twoPods)).toBe(6_000);
+    now += 6_000;
+    expect(pacer.delayMs('k', undefined, twoPods)).toBe(0);
+    pacer.wrote('k');
+    // A CR deleted and created again under the same name starts over.
+    pacer.forget('k');
+    expect(pacer.delayMs('k', undefined, first)).toBe(10_000);
+  });
+
+  it('writes a new CR\'s first status at once when it is Ready, Degraded or refused', () => {
+    const pacer = new StatusPacer(10_000, () => 1_000);
+    expect(pacer.delayMs('a', undefined, status({ deployment: deployment(3, 3) }))).toBe(0);
+    expect(pacer.delayMs('b', undefined, status({ failure: { reason: 'ApplyFailed', message: 'no' } }))).toBe(0);
+    const refused: V1Deployment = {
+      ...deployment(3, 0),
+      status: { ...deployment(3, 0).status, conditions: [{ type: 'ReplicaFailure', status: 'True', reason: 'FailedCreate', message: 'pods "a" is forbidden' }] },
+    };
+    expect(pacer.delayMs('c', undefined, status({ deployment: refused }))).toBe(0);
+    expect(pacer.delayMs('d', undefined, status({ size: 0, deployment: deployment(0, 0) }))).toBe(0);
   });
 });

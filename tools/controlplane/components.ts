@@ -44,6 +44,8 @@ export interface ApiserverFiles {
   auditLog?: string;
   /** `--service-node-port-range`; default NODE_PORT_RANGE (2768 ports, one per NodePort Service). */
   nodePortRange?: string;
+  /** Serve /debug/pprof. Default false. */
+  profiling?: boolean;
 }
 
 export function apiserverArgs(ports: Ports, files: ApiserverFiles): string[] {
@@ -64,7 +66,7 @@ export function apiserverArgs(ports: Ports, files: ApiserverFiles): string[] {
     `--service-account-signing-key-file=${files.serviceAccountPrivateKey}`,
     `--service-cluster-ip-range=${SERVICE_CLUSTER_IP_RANGE}`,
     `--service-node-port-range=${files.nodePortRange ?? NODE_PORT_RANGE}`,
-    '--profiling=false',
+    `--profiling=${files.profiling ?? false}`,
     // That plugin gives every new Node a not-ready NoSchedule taint which only the node-lifecycle
     // controller removes; we run no such controller, and kwok's fake node is Ready by construction.
     '--disable-admission-plugins=TaintNodesByCondition',

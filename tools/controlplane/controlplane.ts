@@ -44,6 +44,8 @@ export interface ControlPlaneOptions {
   pods?: number;
   /** `--service-node-port-range`, e.g. `30000-39999` for more than 2768 NodePort Services. */
   nodePortRange?: string;
+  /** Serve kube-apiserver's /debug/pprof (CPU profiles for `npm run bench -- --profile`). Default false. */
+  profiling?: boolean;
 }
 
 export type RestartableComponent = 'etcd' | 'kube-apiserver';
@@ -69,6 +71,7 @@ export class ControlPlane implements Stoppable {
   private readonly log: (line: string) => void;
   private readonly fakeNodes: number;
   private readonly nodePortRange?: string;
+  private readonly profiling: boolean;
   private caPem = '';
   private stopping?: Promise<void>;
 
@@ -90,6 +93,7 @@ export class ControlPlane implements Stoppable {
     this.log = opts.log ?? (() => undefined);
     this.fakeNodes = fakeNodeCount(opts.pods);
     this.nodePortRange = opts.nodePortRange;
+    this.profiling = opts.profiling ?? false;
   }
 
   static async start(opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
@@ -156,6 +160,7 @@ export class ControlPlane implements Stoppable {
       serviceAccountPublicKey: keys.publicKeyPath,
       serviceAccountPrivateKey: keys.privateKeyPath,
       nodePortRange: this.nodePortRange,
+      profiling: this.profiling,
     };
     if (this.auditLogPath) {
       files.auditPolicy = join(this.dir, 'audit-policy.yaml');
