@@ -143,6 +143,15 @@ beforeAll(async () => {
     }
   }, { staleMs: 600_000, log: createLogger('warn'), rest });
   await crWatch.start();
+  // A Deployment of the failing CR's child name that it does not own, there before the operator's first
+  // list (one created just before its CR could still be missing from a lagging cache, and be applied over).
+  await rest.apply({
+    apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: `${STUCK}-deployment`, namespace: NS },
+    spec: {
+      replicas: 0, selector: { matchLabels: { app: STUCK } },
+      template: { metadata: { labels: { app: STUCK } }, spec: { containers: [{ name: 'c', image: 'example.com/theirs:1' }] } },
+    },
+  } as KubernetesObject, 'someone-else');
   // Squeezed from the start: the operator's first lists and watches are throttled too.
   await applyManifests(kc, squeeze());
   const kubeconfig = await cp.serviceAccountKubeconfig(NS, OPERATOR_SA);
@@ -160,14 +169,7 @@ afterAll(async () => {
 
 describe(`API Priority and Fairness squeezes the operator while ${N} CRs are created and ${SCALED} scaled`, () => {
   test('it honours 429, backs off, converges every CR, and one failing CR starves none', async () => {
-    // The failing CR: a Deployment of its child's name that it does not own (NameConflict for ever).
-    await rest.apply({
-      apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: `${STUCK}-deployment`, namespace: NS },
-      spec: {
-        replicas: 0, selector: { matchLabels: { app: STUCK } },
-        template: { metadata: { labels: { app: STUCK } }, spec: { containers: [{ name: 'c', image: 'example.com/theirs:1' }] } },
-      },
-    } as KubernetesObject, 'someone-else');
+    // The failing CR (its Deployment name taken before the operator started: NameConflict for ever).
     await rest.apply({ ...crRef(STUCK), spec: { size: 1 } } as KubernetesObject, 'load-test');
 
     const started = Date.now();
