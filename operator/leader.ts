@@ -1,8 +1,10 @@
 // Leader election on a coordination.k8s.io/v1 Lease, as client-go's leaderelection package does it,
 // so that of several operator replicas exactly one reconciles at a time.
 import { V1Lease } from '@kubernetes/client-node';
+import { apiFailure } from './kube.js';
 import { Logger, silentLogger } from './log.js';
 import { ApiError, RestClient } from './rest.js';
+import { throttleDelayMs } from './throttle.js';
 
 /** Where the Lease lives, who we are, and the timing (client-go's names and meaning). */
 export interface LeaderElectorOptions {
@@ -89,6 +91,9 @@ export class LeaderElector {
   /** The Lease as our last successful write returned it (its resourceVersion): the leader's renewals start from it. */
   private lastWritten?: V1Lease;
   private sleeping?: { timer: NodeJS.Timeout; wake: () => void };
+  /** Set when the last attempt was throttled (429, or 503 with Retry-After): wait at least this long. */
+  private throttledForMs?: number;
+  private throttledInARow = 0;
   private loop?: Promise<void>;
 
   /**
@@ -175,9 +180,12 @@ export class LeaderElector {
     while (!this.stopped) {
       const renewed = await this.attempt();
       if (this.stopped) break;
+      // A throttled attempt waits out the server's Retry-After (a leader that cannot renew within its
+      // deadline still loses the lease, as it would with client-go).
+      const throttledMs = this.throttledForMs ?? 0;
       if (!this.leading) {
         // Standbys jitter their polls (client-go uses factor 1.2) so they do not retry in lockstep.
-        await this.sleep(retryMs * (1 + Math.random() * 0.2));
+        await this.sleep(Math.max(retryMs * (1 + Math.random() * 0.2), throttledMs));
       } else if (renewed) {
         // The next renewal one retry period after this one began (its renewTime), not after it
         // ended: the renew deadline counts from the renewTime, so a slow round trip must not also
@@ -185,7 +193,7 @@ export class LeaderElector {
         await this.sleep(Math.max(0, this.lastRenewMs + retryMs - Date.now()));
       } else {
         // A renewal failed before the deadline (an error answer): try again soon, until the deadline.
-        await this.sleep(Math.min(retryMs, RETRY_RENEWAL_MS));
+        await this.sleep(Math.max(Math.min(retryMs, RETRY_RENEWAL_MS), throttledMs));
       }
     }
   }
@@ -194,11 +202,17 @@ export class LeaderElector {
   private async attempt(): Promise<boolean> {
     const deadlineMs = this.leading ? this.lastRenewMs + this.opts.renewDeadlineSeconds * 1000 : Date.now() + this.opts.renewDeadlineSeconds * 1000;
     let outcome: { held: true; at: number } | { held: false; takenBy?: string };
+    this.throttledForMs = undefined;
     try {
       outcome = await withTimeout(this.tryAcquireOrRenew(), Math.max(deadlineMs - Date.now(), 1), 'lease request');
+      this.throttledInARow = 0;
     } catch (e) {
       const code = statusOf(e);
-      if (code === 409) this.log.debug('lease update conflicted with another writer; retrying', {});
+      const retryAfterMs = apiFailure(e).retryAfterMs;
+      if (retryAfterMs !== undefined) {
+        this.throttledForMs = throttleDelayMs(this.throttledInARow++, retryAfterMs, { capMs: this.opts.leaseDurationSeconds * 1000 });
+        this.log.warn('lease request throttled; waiting', { code, delayMs: this.throttledForMs });
+      } else if (code === 409) this.log.debug('lease update conflicted with another writer; retrying', {});
       else this.log.warn('lease request failed', { err: e, code });
       outcome = { held: false };
     }

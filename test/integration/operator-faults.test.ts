@@ -34,7 +34,9 @@ beforeAll(async () => {
   cp = await ControlPlane.start({ scheduler: false });
   rest = new RestClient(cp.kubeConfig());
   await installCrds(cp.kubeConfig(), [kind]);
-  operator = await OperatorProcess.spawn({ kubeconfig: cp.kubeconfigPath, env: { WATCH_STALE_SECONDS: '5' } });
+  // Pods stay Pending, so a new CR's first status is ordinary progress, which the default
+  // STATUS_INTERVAL_MS (60 s) holds back; a short interval keeps status (and the CR watch) prompt.
+  operator = await OperatorProcess.spawn({ kubeconfig: cp.kubeconfigPath, env: { WATCH_STALE_SECONDS: '5', STATUS_INTERVAL_MS: '1000' } });
 });
 
 afterAll(async () => {

@@ -1,11 +1,18 @@
 import { describe, expect, it } from '@jest/globals';
 import {
+  BYTES_PER_PACKAGE,
   BuildProgress,
+  DownloadProgress,
+  type PlannedPackage,
   LineThrottle,
+  downloadStatus,
+  downloadSummary,
   estimateRemainingMs,
   formatDuration,
   parsePlan,
   progressLine,
+  weightOf,
+  withSizes,
 } from '../../tools/controlplane/build-progress.js';
 
 // The shape `go list -deps -f '{{.ImportPath}} {{len .GoFiles}} {{.Stale}} {{.Name}}'` prints.
@@ -31,6 +38,74 @@ describe('parsePlan', () => {
     ]);
     expect(plan[0]).toEqual({ path: 'internal/goarch', files: 3, stale: false, main: false });
     expect(plan[4]).toEqual({ path: 'k8s.io/kubernetes/cmd/kube-apiserver', files: 1, stale: true, main: true });
+  });
+});
+
+describe('parsePlan (tab-separated, with folders and files)', () => {
+  it('reads the folder and Go file names, and withSizes sums the stale packages\' file sizes', () => {
+    const text = [
+      'internal/goarch\t2\tfalse\tgoarch\t/go/src/internal/goarch\tgoarch.go,zgoarch_amd64.go',
+      'k8s.io/api/core/v1\t3\ttrue\tv1\t/mod/k8s.io/api@v0.37.2/core/v1\ttypes.go,generated.pb.go,register.go',
+      'local.invalid/controlplane/k8s/cmd/etcd\t1\ttrue\tmain\t/repo/k8s/cmd/etcd\tmain.go',
+      'empty/pkg\t0\ttrue\tpkg\t/mod/empty\t',
+      'go: downloading k8s.io/api v0.37.2',
+    ].join('\n');
+    const plan = parsePlan(text);
+    expect(plan).toHaveLength(4);
+    expect(plan[1]).toEqual({
+      path: 'k8s.io/api/core/v1',
+      files: 3,
+      stale: true,
+      main: false,
+      dir: '/mod/k8s.io/api@v0.37.2/core/v1',
+      goFiles: ['types.go', 'generated.pb.go', 'register.go'],
+    });
+    expect(plan[3].goFiles).toEqual([]);
+    const sizes: Record<string, number> = {
+      '/mod/k8s.io/api@v0.37.2/core/v1/types.go': 1000,
+      '/mod/k8s.io/api@v0.37.2/core/v1/generated.pb.go': 5000,
+      '/repo/k8s/cmd/etcd/main.go': 70,
+    };
+    const sized = withSizes(plan, (f) => sizes[f] ?? 0);
+    expect(sized.map((p) => p.bytes)).toEqual([undefined, 6000, 70, 0]);
+  });
+});
+
+describe('weightOf', () => {
+  const pkg = (path: string, bytes?: number): PlannedPackage => ({ path, files: 4, stale: true, main: false, bytes });
+  it('is file count + 1 without sizes, 1 + size / BYTES_PER_PACKAGE with them, doubled for k8s.io', () => {
+    expect(weightOf(pkg('github.com/x/y'))).toBe(5);
+    expect(weightOf(pkg('github.com/x/y', 0))).toBe(1);
+    expect(weightOf(pkg('github.com/x/y', BYTES_PER_PACKAGE * 3))).toBe(4);
+    expect(weightOf(pkg('k8s.io/api/core/v1', BYTES_PER_PACKAGE * 3))).toBe(8);
+  });
+
+  it('makes a big generated package weigh more than many small ones in the estimate', () => {
+    const plan = [pkg('k8s.io/kubernetes/pkg/generated/openapi', 4_000_000), ...[1, 2, 3, 4].map((i) => pkg(`std${i}`, 10_000))];
+    const p = new BuildProgress(plan, 0);
+    for (const i of [1, 2, 3, 4]) p.observe(`std${i}`);
+    // 4 small packages (1.05 each) done in 60 s; the openapi package weighs 2 * 21 = 42
+    const s = p.snapshot(60_000);
+    expect(s).toMatchObject({ done: 4, total: 5 });
+    expect(s.remainingMs).toBe(Math.round((60_000 * 42) / 4.2));
+  });
+});
+
+describe('DownloadProgress', () => {
+  it('counts go: downloading lines, keeps the latest, and lets other lines by', () => {
+    const d = new DownloadProgress(0);
+    expect(downloadStatus(d.snapshot(3_000))).toBe('planning the build (go list -deps), 3s elapsed');
+    expect(downloadSummary(d.snapshot(3_000))).toBeUndefined();
+    expect(d.observe('go: downloading k8s.io/api v0.37.2')).toBe(true);
+    expect(d.observe('go: downloading github.com/spf13/cobra v1.10.2')).toBe(true);
+    expect(d.observe('go: k8s.io/api@v0.37.2: verifying module: checksum mismatch')).toBe(false);
+    expect(d.observe('k8s.io/api/core/v1')).toBe(false);
+    const s = d.snapshot(75_000);
+    expect(s).toEqual({ count: 2, latest: 'github.com/spf13/cobra v1.10.2', elapsedMs: 75_000 });
+    expect(downloadStatus(s)).toBe(
+      'downloading Go modules (first run): 2 so far, 1m15s elapsed, latest github.com/spf13/cobra v1.10.2',
+    );
+    expect(downloadSummary(s)).toBe('controlplane: downloaded 2 Go modules in 1m15s');
   });
 });
 

@@ -6,11 +6,13 @@
 # `build.sh --print-cache-dir` only prints the folder (binaries.ts computes the same; a unit test
 # compares the two).
 #
-# One `go build` builds the four binaries of the k8s module together, so one binary's link overlaps
-# the others' compiles and shared packages are compiled once; kwok's modules download meanwhile.
-# `-s -w` drops the symbol table and DWARF (panics still print function names and lines).
-# `go build -v` names every package it compiles; build-progress-cli.ts counts them against the
-# plan from `go list -deps` and shows a bar on a terminal, a line every 15 s otherwise.
+# One `go build` builds all five binaries from one module (k8s/go.mod: kube-apiserver's k8s.io
+# libraries, kwok v0.8.0 built against them too), so every shared package is compiled once and one
+# binary links while the others still compile. `-gcflags=all=-dwarf=false` and `-ldflags=-s -w` skip
+# debug info the binaries would drop anyway (no symbol table, no DWARF; the code is the same, panics
+# still print function names and lines). The planning step (`go list -deps`) downloads the modules
+# on a fresh machine; build-progress-cli.ts counts those downloads, then the packages `go build -v`
+# names against that plan: a bar on a terminal, a line every 15 s otherwise.
 # A lock (flock on <cache>/.lock) makes a second concurrent run wait for the first and reuse its result.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -18,7 +20,7 @@ export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -mod=mod -trimpath"
 
 # The key covers everything that shapes the binaries, this script (its flags) included; binaries.ts
 # computes the same key to find the cache without Go.
-key="$(cat "$here/k8s/go.sum" "$here/kwok/go.sum" "$here/k8s/cmd/etcd/main.go" "$here/build.sh" | sha256sum | cut -c1-12)"
+key="$(cat "$here/k8s/go.sum" "$here/k8s/cmd/etcd/main.go" "$here/build.sh" | sha256sum | cut -c1-12)"
 k8s_version="$(awk '/k8s.io\/kubernetes v/ {print $2; exit}' "$here/k8s/go.mod")"
 cache="${APPKIND_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/appkind}/controlplane/${k8s_version}-${key}"
 if [ "${1:-}" = "--print-cache-dir" ]; then echo "$cache"; exit 0; fi
@@ -54,57 +56,52 @@ fi
 
 k8s_minor="$(echo "$k8s_version" | cut -d. -f2)"
 # A plain `go build` reports v0.0.0-master+$Format:%H$, which kubectl cannot parse; stamp the real
-# version as the upstream release build does (hack/lib/version.sh). etcd links neither package, so
-# the stamps do not touch it.
-k8s_ldflags="-s -w"
+# version as the upstream release build does (hack/lib/version.sh). etcd links neither package;
+# kwok links client-go, which is v1.37.2's here too.
+ldflags="-s -w"
 for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  k8s_ldflags+=" -X $pkg.gitVersion=$k8s_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$k8s_minor -X $pkg.gitTreeState=clean"
+  ldflags+=" -X $pkg.gitVersion=$k8s_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$k8s_minor -X $pkg.gitTreeState=clean"
 done
 
-# The progress filter needs the repo's node_modules (tsx, cli-progress); without them go's own -v
-# output (one package per line) is shown as it is.
+# The progress filter needs the repo's node_modules (tsx, cli-progress); without them go's own output
+# (a line per download, then one package per line) is shown as it is.
 tsx="$here/../../node_modules/.bin/tsx"
-progress() { # progress <plan file> <label>: reads `go build -v` output on stdin, writes stderr only
-  if [ -x "$tsx" ]; then "$tsx" "$here/build-progress-cli.ts" "$1" "$2" >&2; else cat >&2; fi
+progress() { # progress <args>: reads go's output on stdin, writes stderr only
+  if [ -x "$tsx" ]; then "$tsx" "$here/build-progress-cli.ts" "$@" >&2; else cat >&2; fi
 }
 
 tmp="$cache/.tmp.$$"
 trap 'rm -rf "$tmp"' EXIT
-total_start=$(date +%s)
-
-build() { # build <module dir> <ldflags> <name>=<package>...: builds the missing ones with one `go build`
-  local dir="$1" ldflags="$2" names=() pkgs=() spec name rc=0 start
-  shift 2
-  for spec in "$@"; do
-    name="${spec%%=*}"
-    if [ ! -x "$cache/$name" ]; then names+=("$name"); pkgs+=("${spec#*=}"); fi
-  done
-  [ ${#names[@]} -gt 0 ] || return 0
-  start=$(date +%s)
-  echo "controlplane: building ${names[*]} (first run only; cached in $cache)" >&2
-  rm -rf "$tmp" && mkdir -p "$tmp"
-  # The plan: every package the binaries need, with its file count and whether it must be compiled.
-  # On a fresh machine this step also downloads the module's dependencies.
-  (cd "$here/$dir" && go list -deps -f '{{.ImportPath}} {{len .GoFiles}} {{.Stale}} {{.Name}}' "${pkgs[@]}") >"$tmp/plan" 9>&- || return 1
-  (cd "$here/$dir" && go build -v -ldflags="$ldflags" -o "$tmp/" "${pkgs[@]}") 2>&1 9>&- | progress "$tmp/plan" "${names[*]}" 9>&- || rc=$?
-  for name in "${names[@]}"; do
-    if [ -x "$tmp/$name" ]; then mv -f "$tmp/$name" "$cache/$name"; else rc=1; fi
-  done
-  echo "controlplane: built ${names[*]} in $(( $(date +%s) - start ))s$([ $rc -eq 0 ] || echo ' (with errors above)')" >&2
-  return $rc
-}
-
-# kwok's modules download while the k8s binaries compile (network while the CPUs are busy).
-if [ ! -x "$cache/kwok" ]; then (cd "$here/kwok" && go mod download) >/dev/null 2>&1 9>&- & fi
-build k8s "$k8s_ldflags" etcd=./cmd/etcd kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver \
+start=$(date +%s)
+names=() pkgs=()
+for spec in etcd=./cmd/etcd kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver \
   kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager \
-  kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler || true
-wait || true
+  kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler kwok=sigs.k8s.io/kwok/cmd/kwok; do
+  name="${spec%%=*}"
+  if [ ! -x "$cache/$name" ]; then names+=("$name"); pkgs+=("${spec#*=}"); fi
+done
+echo "controlplane: building ${names[*]} (first run only; cached in $cache)" >&2
+rm -rf "$tmp" && mkdir -p "$tmp"
+# The plan: every package the binaries need, its Go files (count, folder, names: the estimate weighs
+# packages by source size) and whether it must be compiled. On a fresh machine this step downloads
+# the modules first; go prints `go: downloading <module>` for each, which progress counts.
+rc=0
+(cd "$here/k8s" && go list -deps -gcflags=all=-dwarf=false -f \
+  $'{{.ImportPath}}\t{{len .GoFiles}}\t{{.Stale}}\t{{.Name}}\t{{.Dir}}\t{{join .GoFiles ","}}' "${pkgs[@]}" 2>&1 >"$tmp/plan") 9>&- \
+  | progress --downloads 9>&- || rc=$?
+if [ $rc -eq 0 ]; then
+  (cd "$here/k8s" && go build -v -gcflags=all=-dwarf=false -ldflags="$ldflags" -o "$tmp/" "${pkgs[@]}" 2>&1) 9>&- \
+    | progress "$tmp/plan" "${names[*]}" 9>&- || rc=$?
+fi
+for name in "${names[@]}"; do
+  if [ -x "$tmp/$name" ]; then mv -f "$tmp/$name" "$cache/$name"; fi
+done
+echo "controlplane: built ${names[*]} in $(( $(date +%s) - start ))s$([ $rc -eq 0 ] || echo ' (with errors above)')" >&2
 all_there etcd kube-apiserver kube-controller-manager || { echo "controlplane: etcd, kube-apiserver or kube-controller-manager did not build" >&2; exit 1; }
-all_there kube-scheduler || echo "controlplane: kube-scheduler did not build; pods will stay Pending" >&2
-build kwok "-s -w" kwok=sigs.k8s.io/kwok/cmd/kwok || echo "controlplane: kwok did not build; pods will stay Pending" >&2
+for name in kube-scheduler kwok; do
+  all_there $name || echo "controlplane: $name did not build; pods will stay Pending" >&2
+done
 # Marks a finished run: binaries.ts then uses the cache without Go and does not retry optional
 # binaries that failed to build.
 touch "$cache/.complete"
-echo "controlplane: binaries ready in $(( $(date +%s) - total_start ))s" >&2
 echo "$cache"
