@@ -125,15 +125,18 @@ export const README_END = '<!-- bench:end -->';
 export function writeResults(root: string, fresh: BenchResults): BenchResults {
   const path = join(root, 'bench', 'results.json');
   let kept: BenchRun[] = [];
+  // What `npm run bench:bad-neighbours` wrote there is its own run: keep it.
+  let badNeighbours: unknown;
   try {
-    const old = JSON.parse(readFileSync(path, 'utf8')) as Partial<BenchResults>;
+    const old = JSON.parse(readFileSync(path, 'utf8')) as Partial<BenchResults> & { badNeighbours?: unknown };
+    badNeighbours = old.badNeighbours;
     // Runs written before runs carried their own date and command are not comparable: dropped.
     kept = (old.runs ?? []).filter((r) => typeof r.date === 'string' && !fresh.runs.some((f) => f.n === r.n));
   } catch {
     // no file yet, or not JSON: start over
   }
   const results: BenchResults = { ...fresh, runs: [...kept, ...fresh.runs].sort((a, b) => a.n - b.n) };
-  writeFileSync(path, `${JSON.stringify(results, null, 2)}\n`);
+  writeFileSync(path, `${JSON.stringify({ ...results, badNeighbours }, null, 2)}\n`);
   const readmePath = join(root, 'README.md');
   const readme = readFileSync(readmePath, 'utf8');
   const start = readme.indexOf(README_START);

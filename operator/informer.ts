@@ -2,6 +2,7 @@ import { KubeConfig, KubernetesObject, Watch } from '@kubernetes/client-node';
 import { apiFailure, objectKey, sleep } from './kube.js';
 import { Logger } from './log.js';
 import { RestClient } from './rest.js';
+import { throttleDelayMs } from './throttle.js';
 
 /** What to list and watch. */
 export interface InformerSource {
@@ -35,6 +36,8 @@ export interface InformerOptions<T extends KubernetesObject = KubernetesObject> 
   readonly transform?: (obj: T) => T;
   /** Named indexes kept beside the store, read with byIndex(). */
   readonly indexers?: Record<string, IndexFunc<T>>;
+  /** A watch request was throttled (429) and is sent again after `delayMs` (lists report through `rest`). */
+  readonly onThrottled?: (method: string, code: number, delayMs: number) => void;
 }
 
 /**
@@ -151,13 +154,27 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
 
   private async loop(): Promise<void> {
     let failures = 0;
+    let throttled = 0;
     while (!this.stopped) {
+      let stage: 'list' | 'watch' = 'list';
       try {
         if (!this.resourceVersion) await this.relist();
+        stage = 'watch';
         await this.watchOnce();
         failures = 0;
+        throttled = 0;
       } catch (e) {
         const f = apiFailure(e);
+        if (f.retryAfterMs !== undefined) {
+          // Throttled (429): the server refused the request before running it. A watch resumes from
+          // the resourceVersion it had (a relist would cost the server more); wait the Retry-After at
+          // least, longer each time in a row, jittered.
+          const delayMs = throttleDelayMs(throttled++, f.retryAfterMs);
+          if (stage === 'watch') this.opts.onThrottled?.('WATCH', f.code, delayMs);
+          this.opts.log.warn(`${stage} throttled; retrying`, { resource: this.path, code: f.code, delayMs, throttled });
+          await sleep(delayMs);
+          continue;
+        }
         failures++;
         // Like client-go's reflector: a dropped connection resumes the watch from the last
         // resourceVersion (a 410 then says it is too old); any answer from the server relists.

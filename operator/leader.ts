@@ -1,8 +1,10 @@
 // Leader election on a coordination.k8s.io/v1 Lease, as client-go's leaderelection package does it,
 // so that of several operator replicas exactly one reconciles at a time.
 import { V1Lease } from '@kubernetes/client-node';
+import { apiFailure } from './kube.js';
 import { Logger, silentLogger } from './log.js';
 import { ApiError, RestClient } from './rest.js';
+import { throttleDelayMs } from './throttle.js';
 
 /** Where the Lease lives, who we are, and the timing (client-go's names and meaning). */
 export interface LeaderElectorOptions {
@@ -86,7 +88,12 @@ export class LeaderElector {
   /** When the last successful acquire/renew was sent (the renewTime it wrote), ms since epoch. */
   private lastRenewMs = 0;
   private observedHolder = '';
+  /** The Lease as our last successful write returned it (its resourceVersion): the leader's renewals start from it. */
+  private lastWritten?: V1Lease;
   private sleeping?: { timer: NodeJS.Timeout; wake: () => void };
+  /** Set when the last attempt was throttled (429, or 503 with Retry-After): wait at least this long. */
+  private throttledForMs?: number;
+  private throttledInARow = 0;
   private loop?: Promise<void>;
 
   /**
@@ -130,16 +137,23 @@ export class LeaderElector {
     if (!this.loop) return;
     await this.loop;
     // Checked against the Lease itself: an attempt in flight during halt() may just have acquired it.
-    try {
-      const lease = await this.request<V1Lease>('GET');
-      if (lease.spec?.holderIdentity !== this.opts.identity) return;
-      const now = microTime(Date.now());
-      const spec = { ...lease.spec, holderIdentity: undefined, leaseDurationSeconds: 1, acquireTime: now, renewTime: now };
-      await this.request('PUT', { ...lease, spec });
-      this.log.info('released the lease');
-    } catch (e) {
-      // The lease then simply expires after its duration; shutting down must go on.
-      this.log.warn('could not release the lease; a standby takes over when it expires', { err: e });
+    // A renewal given up on at its deadline may still land meanwhile: its write makes ours conflict
+    // (409), so read and try again.
+    for (let tries = 1; ; tries++) {
+      try {
+        const lease = await this.request<V1Lease>('GET');
+        if (lease.spec?.holderIdentity !== this.opts.identity) return;
+        const now = microTime(Date.now());
+        const spec = { ...lease.spec, holderIdentity: undefined, leaseDurationSeconds: 1, acquireTime: now, renewTime: now };
+        await this.request('PUT', { ...lease, spec });
+        this.log.info('released the lease');
+        return;
+      } catch (e) {
+        if (statusOf(e) === 409 && tries < 3) continue;
+        // The lease then simply expires after its duration; shutting down must go on.
+        this.log.warn('could not release the lease; a standby takes over when it expires', { err: e });
+        return;
+      }
     }
   }
 
@@ -162,28 +176,47 @@ export class LeaderElector {
 
   private async campaign(): Promise<void> {
     this.log.info('campaigning for leadership');
+    const retryMs = this.opts.retryPeriodSeconds * 1000;
     while (!this.stopped) {
-      await this.attempt();
+      const renewed = await this.attempt();
       if (this.stopped) break;
-      // Standbys jitter their polls (client-go uses factor 1.2) so they do not retry in lockstep.
-      const jitter = this.leading ? 1 : 1 + Math.random() * 0.2;
-      await this.sleep(this.opts.retryPeriodSeconds * 1000 * jitter);
+      // A throttled attempt waits out the server's Retry-After (a leader that cannot renew within its
+      // deadline still loses the lease, as it would with client-go).
+      const throttledMs = this.throttledForMs ?? 0;
+      if (!this.leading) {
+        // Standbys jitter their polls (client-go uses factor 1.2) so they do not retry in lockstep.
+        await this.sleep(Math.max(retryMs * (1 + Math.random() * 0.2), throttledMs));
+      } else if (renewed) {
+        // The next renewal one retry period after this one began (its renewTime), not after it
+        // ended: the renew deadline counts from the renewTime, so a slow round trip must not also
+        // delay the next renewal and leave it less of the deadline (a loaded machine lost the lease so).
+        await this.sleep(Math.max(0, this.lastRenewMs + retryMs - Date.now()));
+      } else {
+        // A renewal failed before the deadline (an error answer): try again soon, until the deadline.
+        await this.sleep(Math.max(Math.min(retryMs, RETRY_RENEWAL_MS), throttledMs));
+      }
     }
   }
 
-  /** One acquire-or-renew round and the leadership transitions it implies. */
-  private async attempt(): Promise<void> {
+  /** One acquire-or-renew round and the leadership transitions it implies; true when it holds the Lease. */
+  private async attempt(): Promise<boolean> {
     const deadlineMs = this.leading ? this.lastRenewMs + this.opts.renewDeadlineSeconds * 1000 : Date.now() + this.opts.renewDeadlineSeconds * 1000;
     let outcome: { held: true; at: number } | { held: false; takenBy?: string };
+    this.throttledForMs = undefined;
     try {
       outcome = await withTimeout(this.tryAcquireOrRenew(), Math.max(deadlineMs - Date.now(), 1), 'lease request');
+      this.throttledInARow = 0;
     } catch (e) {
       const code = statusOf(e);
-      if (code === 409) this.log.debug('lease update conflicted with another writer; retrying', {});
+      const retryAfterMs = apiFailure(e).retryAfterMs;
+      if (retryAfterMs !== undefined) {
+        this.throttledForMs = throttleDelayMs(this.throttledInARow++, retryAfterMs, { capMs: this.opts.leaseDurationSeconds * 1000 });
+        this.log.warn('lease request throttled; waiting', { code, delayMs: this.throttledForMs });
+      } else if (code === 409) this.log.debug('lease update conflicted with another writer; retrying', {});
       else this.log.warn('lease request failed', { err: e, code });
       outcome = { held: false };
     }
-    if (this.stopped) return;
+    if (this.stopped) return false;
     if (outcome.held) {
       this.lastRenewMs = outcome.at;
       if (!this.leading) {
@@ -191,11 +224,12 @@ export class LeaderElector {
         this.log.info('became leader');
         this.callbacks?.onStartedLeading();
       }
-      return;
+      return true;
     }
-    if (!this.leading) return;
+    if (!this.leading) return false;
     if (outcome.takenBy !== undefined) this.lose(`the lease is now held by ${outcome.takenBy}`);
     else if (Date.now() >= deadlineMs) this.lose(`could not renew within ${this.opts.renewDeadlineSeconds}s`);
+    return false;
   }
 
   private lose(reason: string): void {
@@ -210,12 +244,26 @@ export class LeaderElector {
     const nowMs = Date.now();
     const now = microTime(nowMs);
     const mine = { holderIdentity: identity, leaseDurationSeconds: this.opts.leaseDurationSeconds, renewTime: now };
+    // Fast path (client-go's too): the leader renews with one write of the Lease its last write
+    // returned. That write's resourceVersion makes it a compare-and-swap: if anyone wrote since, it
+    // fails with 409 and the read-then-write below decides. One round trip instead of two.
+    const last = this.leading ? this.lastWritten : undefined;
+    if (last) {
+      try {
+        this.lastWritten = await this.request<V1Lease>('PUT', { ...last, spec: { ...last.spec, ...mine } });
+        return { held: true, at: nowMs };
+      } catch (e) {
+        if (statusOf(e) !== 409) throw e;
+        this.lastWritten = undefined;
+        this.log.debug('the lease changed since our last renewal; reading it', {});
+      }
+    }
     let lease: V1Lease;
     try {
       lease = await this.request<V1Lease>('GET');
     } catch (e) {
       if (statusOf(e) !== 404) throw e;
-      await this.request('POST', { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name, namespace }, spec: { ...mine, acquireTime: now, leaseTransitions: 0 } });
+      this.lastWritten = await this.request<V1Lease>('POST', { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name, namespace }, spec: { ...mine, acquireTime: now, leaseTransitions: 0 } });
       this.observe(identity);
       return { held: true, at: nowMs };
     }
@@ -237,7 +285,7 @@ export class LeaderElector {
       },
     };
     // metadata.resourceVersion from the read makes this a compare-and-swap: 409 if anyone wrote since.
-    await this.request('PUT', body);
+    this.lastWritten = await this.request<V1Lease>('PUT', body);
     if (takeover) this.log.info('took over the lease', { previousHolder: holder || undefined });
     this.observe(identity);
     return { held: true, at: nowMs };
@@ -269,6 +317,9 @@ export class LeaderElector {
     });
   }
 }
+
+/** Pause before the leader tries again after a failed renewal (an error answer, before its deadline). */
+const RETRY_RENEWAL_MS = 250;
 
 /** Rejects when `promise` takes longer than `ms`; a hung API server must not stall the renew loop. */
 function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {

@@ -56,6 +56,12 @@ export class OperatorMetrics {
     labelNames: ['code', 'method'] as const,
     registers: [this.registry],
   });
+  private readonly throttledTotal = new Counter({
+    name: 'appkind_rest_client_throttled_total',
+    help: 'API requests the server throttled (429, or 503 with Retry-After), by method (WATCH for a watch); each is sent again after a backoff of at least its Retry-After',
+    labelNames: ['code', 'method'] as const,
+    registers: [this.registry],
+  });
   private readonly leaderStatus = new Gauge({
     name: 'leader_election_master_status',
     help: 'Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master',
@@ -96,6 +102,11 @@ export class OperatorMetrics {
   /** One API request answered with HTTP `code` (a number, or e.g. "<error>" when no answer came). */
   apiRequest(method: string, code: number | string): void {
     this.requests.inc({ code: String(code), method: method.toUpperCase() });
+  }
+
+  /** The API server throttled one request (HTTP `code`: 429, or 503 with Retry-After). */
+  throttled(method: string, code: number | string): void {
+    this.throttledTotal.inc({ code: String(code), method: method.toUpperCase() });
   }
 
   /** Whether this process holds the Lease `name`. */

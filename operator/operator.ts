@@ -27,12 +27,13 @@ export class Operator {
   constructor(kc: KubeConfig, private readonly settings: OperatorSettings, private readonly log: Logger, metrics: OperatorMetrics) {
     this.kinds = new Map(settings.kinds.map((k) => [k.kind, k]));
     const onRequest = (verb: string, code: number) => metrics.apiRequest(verb, code);
-    const rest = this.rest = new RestClient(kc, onRequest);
+    const onThrottled = (method: string, code: number) => metrics.throttled(method, code);
+    const rest = this.rest = new RestClient(kc, onRequest, { onThrottled });
     interface CacheOpts<T> { transform?: (obj: T) => T; indexers?: Record<string, IndexFunc<T>> }
     const watch = <T extends KubernetesObject>(source: Omit<InformerSource, 'namespace'>, onEvent: InformerHandler<T>, opts: CacheOpts<T> = {}) => {
       const namespaces = settings.namespaces.length ? settings.namespaces : [undefined];
       const informers = namespaces.map((namespace) => new Informer<T>(kc, { ...source, namespace }, onEvent, {
-        staleMs: settings.watchStaleSeconds * 1000, log, rest, ...opts,
+        staleMs: settings.watchStaleSeconds * 1000, log, rest, onThrottled, ...opts,
       }));
       const cache = new ResourceCache<T>(informers);
       this.caches.push(cache as unknown as ResourceCache<KubernetesObject>);

@@ -5,7 +5,10 @@
 /** What a handler may return: nothing (done) or a request to run the key again later. */
 export type HandlerResult = void | { requeueAfterMs: number };
 
-/** Reconciles one key. Throwing means failure: the key is retried with backoff. */
+/**
+ * Reconciles one key. Throwing means failure: the key is retried with backoff, and not before the
+ * error's `retryAfterMs` when it has one (a throttled request).
+ */
 export type QueueHandler = (key: string) => Promise<HandlerResult>;
 
 /** Observers for metrics and logs; none of them may change the queue's behaviour. */
@@ -26,12 +29,51 @@ export interface QueueOptions {
   baseDelayMs?: number;
   /** Longest retry delay. @default 1_000_000 (about 16.7 minutes, as client-go) */
   maxDelayMs?: number;
+  /**
+   * Retries of all keys together, per second, after a burst of `retryBurst` (client-go's default
+   * controller rate limiter: the longer of the per-key backoff and this bucket's wait). Without it,
+   * 50 keys failing at once retry about 10 times each within the first second or so (5 ms doubling)
+   * and a healthy key added meanwhile waits behind hundreds of retries. Keys added by events are
+   * never held back by it. @default 10
+   */
+  retryQps?: number;
+  /** @default 100 */
+  retryBurst?: number;
+}
+
+/**
+ * A token bucket (golang.org/x/time/rate's Reserve): each retry takes a token, `qps` come back per
+ * second up to `burst`; a retry finding none waits for its token, reservations queue up in order.
+ */
+export class TokenBucket {
+  private tokens: number;
+  private last: number;
+
+  constructor(private readonly qps: number, private readonly burst: number, private readonly now: () => number = () => performance.now()) {
+    this.tokens = burst;
+    this.last = now();
+  }
+
+  /** Takes a token; returns how many ms until it is there (0: now). */
+  reserve(): number {
+    const t = this.now();
+    this.tokens = Math.min(this.burst, this.tokens + ((t - this.last) / 1000) * this.qps);
+    this.last = t;
+    this.tokens -= 1;
+    return this.tokens >= 0 ? 0 : (-this.tokens / this.qps) * 1000;
+  }
 }
 
 /** Per-key exponential backoff delay: base * 2^previousFailures, capped at max. */
 export function backoffDelay(previousFailures: number, baseDelayMs: number, maxDelayMs: number): number {
   // 2^n overflows to Infinity for large n; Math.min keeps the cap exact.
   return Math.min(baseDelayMs * 2 ** previousFailures, maxDelayMs);
+}
+
+/** The error's `retryAfterMs` (a throttled request says how long to wait), or 0. */
+function retryAfterOf(error: unknown): number {
+  const ms = (error as { retryAfterMs?: unknown } | null)?.retryAfterMs;
+  return typeof ms === 'number' && Number.isFinite(ms) && ms > 0 ? ms : 0;
 }
 
 interface Delayed {
@@ -54,6 +96,7 @@ export class WorkQueue {
   private readonly drainWaiters: (() => void)[] = [];
   private readonly baseDelayMs: number;
   private readonly maxDelayMs: number;
+  private readonly retryBucket: TokenBucket;
   private started = false;
   private shuttingDown = false;
 
@@ -70,6 +113,7 @@ export class WorkQueue {
     if (!Number.isInteger(opts.workers) || opts.workers < 1) throw new Error(`WorkQueue: workers must be a positive integer, got ${opts.workers}`);
     this.baseDelayMs = opts.baseDelayMs ?? 5;
     this.maxDelayMs = opts.maxDelayMs ?? 1_000_000;
+    this.retryBucket = new TokenBucket(opts.retryQps ?? 10, opts.retryBurst ?? 100);
   }
 
   /** Keys waiting for a worker (not counting keys being processed or waiting for a delay). */
@@ -174,7 +218,7 @@ export class WorkQueue {
     this.processing.delete(key);
     if ('error' in outcome) {
       this.observe(() => this.hooks.onResult?.(key, 'error', seconds));
-      this.retry(key);
+      this.retry(key, retryAfterOf(outcome.error));
     } else {
       const requeueAfterMs = outcome.result?.requeueAfterMs;
       this.failures.delete(key);
@@ -193,10 +237,10 @@ export class WorkQueue {
     this.delayed.delete(key);
   }
 
-  private retry(key: string): void {
+  private retry(key: string, notBeforeMs = 0): void {
     if (this.shuttingDown) return;
     const previous = this.failures.get(key) ?? 0;
-    const delayMs = backoffDelay(previous, this.baseDelayMs, this.maxDelayMs);
+    const delayMs = Math.round(Math.max(backoffDelay(previous, this.baseDelayMs, this.maxDelayMs), this.retryBucket.reserve(), notBeforeMs));
     this.failures.set(key, previous + 1);
     this.observe(() => this.hooks.onRetry?.(key, previous + 1, delayMs));
     this.addAfter(key, delayMs);

@@ -4,13 +4,14 @@ import { AppResource, appPropsFor, KubeObject } from './render.js';
 import { appliedFieldsOf, drift as driftOf, firstReleased } from './apply.js';
 import { INSTANCE_INDEX, OWNER_INDEX, ResourceCache } from './cache.js';
 import { EventRecorder } from './events.js';
-import { apiFailure, describeObject } from './kube.js';
+import { apiFailure, ApiFailure, describeObject } from './kube.js';
 import { Logger } from './log.js';
 import { imagePolicyFailure } from './policy.js';
 import { HandlerResult } from './queue.js';
 import { RenderCache } from './render-cache.js';
 import { RestClient } from './rest.js';
 import { StatusPacer, urgent } from './status-pacer.js';
+import { throttleDelayMs, ThrottledError } from './throttle.js';
 import { AppStatus, computeStatus, podsRefusedEvent, ReconcileFailure, replicaFailureOf, statusEqual } from './status.js';
 
 /** A CR as cached: an app resource with the status we wrote. */
@@ -41,6 +42,11 @@ export interface ReconcilerDeps {
   readonly renders?: RenderCache;
   /** Coalesces status writes during a rollout; none (write every change) when not given. */
   readonly pacer?: StatusPacer;
+}
+
+/** Throws ThrottledError when the server throttled the request: no failure of the CR, only "later". */
+function throwIfThrottled(f: ApiFailure, what: string): void {
+  if (f.retryAfterMs !== undefined) throw new ThrottledError(`${what}: throttled by the API server (HTTP ${f.code}): ${f.message}`, throttleDelayMs(0, f.retryAfterMs));
 }
 
 /** Queue key of a CR. */
@@ -131,7 +137,9 @@ export class Reconciler {
       try {
         live = await this.deps.rest.get(obj);
       } catch (e) {
-        return { reason: 'ReadFailed', message: `${describeObject(obj)}: ${apiFailure(e).message}` };
+        const f = apiFailure(e);
+        throwIfThrottled(f, `reading ${describeObject(obj)}`);
+        return { reason: 'ReadFailed', message: `${describeObject(obj)}: ${f.message}` };
       }
     }
     if (live && controllerOf(live)?.uid !== cr.metadata.uid) {
@@ -151,6 +159,7 @@ export class Reconciler {
       return undefined;
     } catch (e) {
       const f = apiFailure(e);
+      throwIfThrottled(f, `applying ${describeObject(obj)}`);
       log.warn('apply failed', { object: describeObject(obj), code: f.code, error: f.message });
       return { reason: 'ApplyFailed', message: `${describeObject(obj)}: ${f.message}` };
     }
@@ -168,6 +177,7 @@ export class Reconciler {
         log.info('pruned object no longer rendered', { object: describeObject(child) });
       } catch (e) {
         const f = apiFailure(e);
+        throwIfThrottled(f, `deleting ${describeObject(child)}`);
         if (f.code !== 404) return { reason: 'PruneFailed', message: `${describeObject(child)}: ${f.message}` };
       }
     }
@@ -208,6 +218,7 @@ export class Reconciler {
     } catch (e) {
       const f = apiFailure(e);
       if (f.code === 404) return 0; // deleted meanwhile
+      throwIfThrottled(f, `writing the status of ${cr.kind} ${ns}/${cr.metadata.name}`);
       throw new ReconcileError({ reason: 'StatusUpdateFailed', message: `${cr.kind} ${ns}/${cr.metadata.name}: ${f.message}` });
     }
   }

@@ -1,6 +1,9 @@
 import { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { Agent as HttpsAgent, AgentOptions, request as httpsRequest, RequestOptions } from 'node:https';
 import { Agent as HttpAgent, OutgoingHttpHeaders, request as httpRequest } from 'node:http';
+import { BackoffOptions, isThrottled, parseRetryAfter, throttleDelayMs } from './throttle.js';
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
 
 /** The body as JSON; a plain-text body (`404 page not found`) as its message. */
 function parseJson(text: string): unknown {
@@ -15,9 +18,30 @@ function parseJson(text: string): unknown {
 /** A request the API server answered with an error Status. */
 export class ApiError extends Error {
   override readonly name = 'ApiError';
-  constructor(readonly code: number, readonly reason: string, message: string, readonly verb: string, readonly path: string) {
+  constructor(
+    readonly code: number, readonly reason: string, message: string, readonly verb: string, readonly path: string,
+    /** For a throttled request (429, or 503 with Retry-After) given up on: how long the server asked to wait. */
+    readonly retryAfterMs?: number,
+  ) {
     super(message);
   }
+
+  /** The server throttled this request (429, or 503 with Retry-After): retry later, it is nobody's fault. */
+  get throttled(): boolean {
+    return isThrottled(this.code, this.retryAfterMs);
+  }
+}
+
+/** How the client reacts to throttling, and who hears of it. */
+export interface ThrottleOptions extends BackoffOptions {
+  /**
+   * Retries of one throttled request inside the client, each after its backoff; then the request
+   * fails with a throttled ApiError and the caller (the work queue) retries later, so that one
+   * worker does not sit on a key while others wait. @default 3
+   */
+  readonly retries?: number;
+  /** A throttled answer came in; the request is sent again after `delayMs` (or given up when undefined). */
+  readonly onThrottled?: (method: string, code: number, delayMs: number | undefined) => void;
 }
 
 export interface RequestOpts {
@@ -67,7 +91,11 @@ export class RestClient {
   private pool?: { fingerprint: string; agent: HttpsAgent | HttpAgent };
   private opened = 0;
 
-  constructor(private readonly kc: KubeConfig, private readonly onRequest: (verb: string, code: number) => void = () => undefined) {
+  constructor(
+    private readonly kc: KubeConfig,
+    private readonly onRequest: (verb: string, code: number) => void = () => undefined,
+    private readonly throttle: ThrottleOptions = {},
+  ) {
     const cluster = kc.getCurrentCluster();
     if (!cluster) throw new Error('kubeconfig has no current cluster; set KUBECONFIG or run in a cluster');
     this.server = cluster.server.replace(/\/$/, '');
@@ -124,10 +152,11 @@ export class RestClient {
     let refresh = false;
     let resent = false;
     let reauthed = false;
+    let throttledTimes = 0;
     for (;;) {
       const creds = await this.auth(refresh);
       refresh = false;
-      let sent: { code: number; text: string };
+      let sent: { code: number; text: string; retryAfter?: string };
       try {
         sent = await this.send(url, method, path, body, opts.contentType, creds);
       } catch (e) {
@@ -148,14 +177,28 @@ export class RestClient {
         continue;
       }
       this.onRequest(method, code);
+      // Throttled (API Priority and Fairness, max-inflight, an overloaded server): the request was not
+      // executed; send it again after the server's Retry-After, backing off further on each refusal.
+      const retryAfterMs = parseRetryAfter(sent.retryAfter);
+      if (isThrottled(code, retryAfterMs)) {
+        const retry = throttledTimes < (this.throttle.retries ?? 3);
+        const delayMs = retry ? throttleDelayMs(throttledTimes, retryAfterMs, this.throttle) : undefined;
+        this.throttle.onThrottled?.(method, code, delayMs);
+        if (delayMs !== undefined) {
+          throttledTimes++;
+          await sleep(delayMs);
+          continue;
+        }
+      }
       const parsed = parseJson(text);
       if (code >= 200 && code < 300) return parsed as T;
       const status = (parsed ?? {}) as { reason?: string; message?: string };
-      throw new ApiError(code, status.reason ?? 'Unknown', status.message ?? (text || `HTTP ${code}`), method, path);
+      const message = status.message ?? (text || `HTTP ${code}`);
+      throw new ApiError(code, status.reason ?? 'Unknown', message, method, path, isThrottled(code, retryAfterMs) ? retryAfterMs ?? 1000 : undefined);
     }
   }
 
-  private send(url: URL, method: string, path: string, body: string | undefined, contentType: string | undefined, creds: Credentials): Promise<{ code: number; text: string }> {
+  private send(url: URL, method: string, path: string, body: string | undefined, contentType: string | undefined, creds: Credentials): Promise<{ code: number; text: string; retryAfter?: string }> {
     const options: RequestOptions = {
       method,
       agent: creds.agent,
@@ -171,7 +214,7 @@ export class RestClient {
       const req = send(url, options, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ code: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+        res.on('end', () => resolve({ code: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), retryAfter: res.headers['retry-after'] }));
         res.on('error', reject);
       });
       req.on('socket', () => {

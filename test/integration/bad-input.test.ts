@@ -167,26 +167,63 @@ describe('only the operator can tell: Degraded with the reason, an Event, nothin
     await eventually('copycat converged', () => converged('copycat', 1));
   });
 
-  test('50 CRs the operator cannot apply (all asking for one taken NodePort) do not keep a healthy CR from converging', async () => {
+  test('50 bad CRs (25 asking for a taken NodePort, 25 whose Deployment name is taken) do not keep a healthy CR from converging, and are retried with bounded backoff', async () => {
     const [port] = (await freeStaticNodePorts(kc, 1)) as [number];
     await rest.apply({ ...crRef('holder'), spec: { size: 0, nodePort: port } } as KubernetesObject, 'test-user');
     await eventually('holder converged', () => converged('holder', 0));
-    const bad = Array.from({ length: 50 }, (_, i) => `clash-${i}`);
-    for (const name of bad) await rest.apply({ ...crRef(name), spec: { size: 0, nodePort: port } } as KubernetesObject, 'test-user');
+    const clash = Array.from({ length: 25 }, (_, i) => `clash-${i}`);
+    const taken = Array.from({ length: 25 }, (_, i) => `taken-${i}`);
+    for (const name of taken) {
+      await rest.apply({
+        apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: `${name}-deployment`, namespace: ns },
+        spec: {
+          replicas: 0, selector: { matchLabels: { app: name } },
+          template: { metadata: { labels: { app: name } }, spec: { containers: [{ name: 'c', image: 'example.com/theirs:1' }] } },
+        },
+      } as KubernetesObject, 'someone-else');
+    }
+    const started = Date.now();
+    for (let i = 0; i < 25; i++) {
+      await rest.apply({ ...crRef(clash[i]!), spec: { size: 0, nodePort: port } } as KubernetesObject, 'test-user');
+      await rest.apply({ ...crRef(taken[i]!), spec: { size: 1 } } as KubernetesObject, 'test-user');
+    }
     await rest.apply({ ...crRef('healthy'), spec: { size: 1 } } as KubernetesObject, 'test-user');
     await eventually('healthy converged', () => converged('healthy', 1), 120_000);
-    // Every bad one ends Degraded with the API server's reason, and none got a Service.
-    await eventually('all 50 Degraded ApplyFailed', async () => {
-      const items = (await rest.list<Resource>(apiVersion, kind.kind, ns)).items.filter((r) => r.metadata!.name!.startsWith('clash-'));
+    // Every bad one ends Degraded with the reason; no clashing one got a Service (a taken one gets its own Service, not the Deployment).
+    const bad = async () => (await rest.list<Resource>(apiVersion, kind.kind, ns)).items.filter((r) => /^(clash|taken)-/.test(r.metadata!.name!));
+    await eventually('all 50 Degraded', async () => {
+      const items = await bad();
       return items.length === 50 && items.every((r) => {
         const d = r.status?.conditions?.find((c) => c.type === 'Degraded');
-        return d?.status === 'True' && d.reason === 'ApplyFailed' && /provided port is already allocated/.test(d.message);
+        return d?.status === 'True' && (r.metadata!.name!.startsWith('clash-')
+          ? d.reason === 'ApplyFailed' && /provided port is already allocated/.test(d.message)
+          : d.reason === 'NameConflict');
       });
     }, 120_000);
-    const services = (await rest.list<Service>('v1', 'Service', ns)).items.map((s) => s.metadata!.name);
-    expect(services.filter((n) => n!.startsWith('clash-'))).toEqual([]);
+    const services = (await rest.list<Service>('v1', 'Service', ns)).items.map((s) => s.metadata!.name!);
+    expect(services.filter((n) => n.startsWith('clash-'))).toEqual([]);
+    for (const name of taken) {
+      const foreign = (await rest.get<Deployment>(ref('apps/v1', 'Deployment', `${name}-deployment`)))!;
+      expect(foreign.metadata!.ownerReferences).toBeUndefined();
+    }
     expect(await warningEvent('clash-0', 'ApplyFailed')).toBe(true);
-    for (const name of bad) await rest.delete(crRef(name));
+    expect(await warningEvent('taken-0', 'NameConflict')).toBe(true);
+    // Bounded backoff, not a retry loop: the queue waits 5 ms doubling per failure, so in T ms a bad CR
+    // runs at most log2(T / 5) + 1 times, plus once for each event of its own: the status write (the
+    // Degraded condition) and, for a taken one, its Service's creation and first status.
+    await new Promise((r) => setTimeout(r, 5_000));
+    const elapsedMs = Date.now() - started;
+    const bound = Math.ceil(Math.log2(elapsedMs / 5)) + 4;
+    const reconciles = new Map<string, number>();
+    for (const l of operator.logs) {
+      const name = l.msg === 'reconcile started' ? l.key?.split('/')[2] : undefined;
+      if (name && l.key === `${kind.kind}/${ns}/${name}` && /^(clash|taken)-/.test(name)) reconciles.set(name, (reconciles.get(name) ?? 0) + 1);
+    }
+    expect(reconciles.size).toBe(50);
+    const most = Math.max(...reconciles.values());
+    console.log(`bad input: 50 bad CRs reconciled ${[...reconciles.values()].reduce((a, b) => a + b, 0)} times in ${(elapsedMs / 1000).toFixed(1)} s (at most ${most} each, bound ${bound})`);
+    expect(most).toBeLessThanOrEqual(bound);
+    for (const name of [...clash, ...taken]) await rest.delete(crRef(name));
   }, 300_000);
 
   test('the operator is still running, and logged no error', () => {

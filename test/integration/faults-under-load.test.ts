@@ -3,25 +3,19 @@
 // kube-apiserver paused (SIGSTOP) longer than the watch watchdog, each in the middle of a batch of
 // creates, scales and deletes. After each, the end state is checked for every CR: Ready with
 // observedGeneration == generation, status.nodes equal to the pods in the cluster, the children
-// carrying every field render() sets, no child without its CR, deleted CRs' children gone.
+// carrying every field render() sets, no child without its CR, deleted CRs' children gone, and each
+// Deployment's metadata.generation exactly 1 + the scales asked for (no write that changed state
+// twice). Last, the leader of two replicas is SIGKILLed mid-batch while the other stands by.
 //
 // LOAD_CRS (default 300) sets the batch size (a smaller one is for developing the test only);
 // LOAD_DEBUG=1 prints what is still unconverged on each poll.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { CoreV1Api, KubernetesObject, V1Pod } from '@kubernetes/client-node';
-import { ContainerApp } from 'cdk8s-appkind';
+import { CoreV1Api, V1Service, Watch } from '@kubernetes/client-node';
 import { SAMPLE_KIND } from '../../operator/config.js';
-import { CHILD_SELECTOR } from '../../operator/reconcile.js';
-import { render, type AppResource, type KubeObject } from '../../operator/render.js';
-import { ApiError, RestClient } from '../../operator/rest.js';
+import { RestClient } from '../../operator/rest.js';
 import { ControlPlane } from '../../tools/controlplane/controlplane.js';
-import { crObject } from './cluster.js';
+import { applyOp, converged as convergedModel, deleteOp as deleteCrOp, LoadModel, sleep } from './load.js';
 import { installCrds, installOperatorIdentity, OPERATOR_SA, OperatorProcess } from './operator-process.js';
-
-type Condition = { type: string; status: string };
-type Resource = AppResource & KubernetesObject & {
-  status?: { nodes?: string[]; observedGeneration?: number; readyReplicas?: number; conditions?: Condition[] };
-};
 
 const kind = SAMPLE_KIND;
 const N = Number(process.env.LOAD_CRS ?? 300);
@@ -29,6 +23,8 @@ const NS = 'load';
 const WATCH_STALE_SECONDS = 5;
 const IN_FLIGHT = 8;
 const CONVERGE_MS = Number(process.env.LOAD_CONVERGE_MS ?? 240_000);
+/** Leader election for the two-replica test: generous for a loaded 2-core machine, short enough to wait for. */
+const LEASE = { LEASE_DURATION_SECONDS: '8', RENEW_DEADLINE_SECONDS: '6', RETRY_PERIOD_SECONDS: '1' };
 
 let cp: ControlPlane;
 let rest: RestClient;
@@ -36,63 +32,40 @@ let core: CoreV1Api;
 let operator: OperatorProcess;
 let kubeconfig: string;
 
-/** What the test asked for: name -> size, for the CRs that should exist. */
-const wanted = new Map<string, number>();
-/** Names of CRs deleted so far (their children must be gone). */
-const deleted = new Set<string>();
+/**
+ * What the test asked for. Every batch changes each CR at most once and starts from a converged
+ * state, so each Deployment's generation must be exactly 1 + the scales it was asked for: a
+ * duplicate apply that changed state (a stale size applied after the new one) would show there.
+ */
+const model = new LoadModel(kind, NS, true);
 let serial = 0;
 
-const crRef = (name: string): KubernetesObject => crObject(kind, NS, name);
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-async function startOperator(): Promise<OperatorProcess> {
+async function startOperator(env: Record<string, string> = {}): Promise<OperatorProcess> {
   return OperatorProcess.spawn({
     kubeconfig,
-    env: { WATCH_NAMESPACE: NS, WATCH_STALE_SECONDS: String(WATCH_STALE_SECONDS), LOG_LEVEL: 'info' },
+    env: { WATCH_NAMESPACE: NS, WATCH_STALE_SECONDS: String(WATCH_STALE_SECONDS), LOG_LEVEL: 'info', ...env },
   });
-}
-
-/** Retries `op` until it succeeds: the API server may be restarting or paused meanwhile. */
-async function retrying(what: string, op: () => Promise<void>): Promise<void> {
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    try {
-      await op();
-      return;
-    } catch (e) {
-      if (Date.now() > deadline) throw new Error(`${what}: ${(e as Error).message}`);
-      await sleep(250);
-    }
-  }
 }
 
 type Op = () => Promise<void>;
 
 const createOp = (): Op => {
   const name = `app-${serial++}`;
-  wanted.set(name, 1);
-  return () => retrying(`create ${name}`, async () => { await rest.apply({ ...crRef(name), spec: { size: 1 } }, 'load-test'); });
+  model.set(name, { size: 1 });
+  return applyOp(rest, model, name, 'load-test');
 };
 const scaleOp = (name: string): Op => {
-  const size = wanted.get(name) === 1 ? 2 : 1;
-  wanted.set(name, size);
-  return () => retrying(`scale ${name}`, async () => { await rest.apply({ ...crRef(name), spec: { size } }, 'load-test'); });
+  model.set(name, { size: model.wanted.get(name)!.spec.size === 1 ? 2 : 1 });
+  return applyOp(rest, model, name, 'load-test');
 };
 const deleteOp = (name: string): Op => {
-  wanted.delete(name);
-  deleted.add(name);
-  return () => retrying(`delete ${name}`, async () => {
-    try {
-      await rest.delete(crRef(name));
-    } catch (e) {
-      if (!(e instanceof ApiError && e.code === 404)) throw e;
-    }
-  });
+  model.delete(name);
+  return deleteCrOp(rest, model, name);
 };
 
 /** A third each of creates, scales and deletes (of CRs that exist), interleaved. */
 function mixedBatch(n: number): Op[] {
-  const existing = [...wanted.keys()];
+  const existing = [...model.wanted.keys()];
   const third = Math.floor(n / 3);
   const toDelete = existing.slice(0, third);
   const toScale = existing.slice(third, 2 * third);
@@ -126,102 +99,8 @@ async function runBatch(ops: Op[], faultAfter: number, fault: () => Promise<void
   await Promise.all([...Array.from({ length: IN_FLIGHT }, worker), injected]);
 }
 
-/** Every leaf `want` sets has the same value in `have` (arrays element by element); what differs goes to `out`. */
-function missingFields(want: unknown, have: unknown, path: string, out: string[]): void {
-  if (want !== null && typeof want === 'object') {
-    if (have === null || typeof have !== 'object' || Array.isArray(want) !== Array.isArray(have)) {
-      out.push(`${path}: want ${JSON.stringify(want)}, have ${JSON.stringify(have)}`);
-      return;
-    }
-    if (Array.isArray(want) && want.length !== (have as unknown[]).length) {
-      out.push(`${path}: want ${want.length} items, have ${(have as unknown[]).length}`);
-      return;
-    }
-    for (const [k, v] of Object.entries(want)) missingFields(v, (have as Record<string, unknown>)[k], `${path}.${k}`, out);
-  } else if (want !== have && !(have === undefined && (want === 0 || want === false || want === ''))) {
-    // The API server leaves Go zero values (omitempty) out of what it returns: minReadySeconds 0, hostNetwork false.
-    out.push(`${path}: want ${JSON.stringify(want)}, have ${JSON.stringify(have)}`);
-  }
-}
-
-const isReady = (pod: V1Pod): boolean => pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
-
-/** What is wrong with the end state now (empty: converged). Reads everything fresh from the API server. */
-async function problems(): Promise<string[]> {
-  const out: string[] = [];
-  const crs = (await rest.list<Resource>(`${kind.group}/${kind.version}`, kind.kind, NS)).items;
-  const pods = (await core.listNamespacedPod({ namespace: NS })).items.filter((p) => !p.metadata?.deletionTimestamp);
-  const [deployments, services] = await Promise.all([
-    rest.list<KubeObject & KubernetesObject>('apps/v1', 'Deployment', NS, CHILD_SELECTOR),
-    rest.list<KubeObject & KubernetesObject>('v1', 'Service', NS, CHILD_SELECTOR),
-  ]);
-  const children = new Map([...deployments.items, ...services.items].map((o) => [`${o.kind}/${o.metadata.name}`, o]));
-
-  const names = new Set(crs.map((c) => c.metadata.name));
-  for (const name of wanted.keys()) if (!names.has(name)) out.push(`CR ${name} missing`);
-  for (const name of deleted) if (names.has(name)) out.push(`CR ${name} deleted but still there`);
-
-  const expectedChildren = new Set<string>();
-  const uids = new Map<string, string>();
-  for (const cr of crs) {
-    const name = cr.metadata.name;
-    uids.set(cr.metadata.uid!, name);
-    const size = wanted.get(name);
-    if (size !== undefined && cr.spec?.size !== size) out.push(`CR ${name}: spec.size ${cr.spec?.size}, asked ${size}`);
-    const status = cr.status;
-    if (status?.observedGeneration !== cr.metadata.generation) out.push(`CR ${name}: observedGeneration ${status?.observedGeneration} != generation ${cr.metadata.generation}`);
-    if (status?.conditions?.find((c) => c.type === 'Ready')?.status !== 'True') out.push(`CR ${name}: not Ready`);
-    if (status?.conditions?.find((c) => c.type === 'Degraded')?.status !== 'False') out.push(`CR ${name}: Degraded not False`);
-    const selector = ContainerApp.selectorLabelsOf(name, kind.appName);
-    const own = pods.filter((p) => Object.entries(selector).every(([k, v]) => p.metadata?.labels?.[k] === v));
-    const podNames = own.map((p) => p.metadata!.name!).sort();
-    if (JSON.stringify(status?.nodes ?? []) !== JSON.stringify(podNames)) out.push(`CR ${name}: status.nodes ${JSON.stringify(status?.nodes)} != pods ${JSON.stringify(podNames)}`);
-    if (podNames.length !== (cr.spec?.size ?? 1) || !own.every(isReady)) out.push(`CR ${name}: ${own.filter(isReady).length}/${podNames.length} pods ready, size ${cr.spec?.size}`);
-    if (status?.readyReplicas !== (cr.spec?.size ?? 1)) out.push(`CR ${name}: status.readyReplicas ${status?.readyReplicas}`);
-
-    for (const desired of render(kind, cr)) {
-      const key = `${desired.kind}/${desired.metadata.name}`;
-      expectedChildren.add(key);
-      const live = children.get(key);
-      if (!live) {
-        out.push(`CR ${name}: ${key} missing`);
-        continue;
-      }
-      const owner = live.metadata.ownerReferences?.find((r) => r.controller);
-      if (owner?.uid !== cr.metadata.uid) out.push(`${key}: controller owner ${owner?.uid}, CR uid ${cr.metadata.uid}`);
-      const diff: string[] = [];
-      missingFields({ metadata: { labels: desired.metadata.labels }, spec: desired.spec }, live, key, diff);
-      out.push(...diff);
-    }
-  }
-  // No child without its CR (orphans), none left of a deleted CR.
-  for (const [key, live] of children) {
-    if (expectedChildren.has(key)) continue;
-    const owner = live.metadata.ownerReferences?.find((r) => r.controller);
-    out.push(`${key}: not rendered by any CR (controller owner ${owner?.name ?? 'none'}, ${owner && uids.has(owner.uid) ? 'exists' : 'gone'})`);
-  }
-  return out;
-}
-
-/** Waits for problems() to come back empty; fails with what is still wrong. */
-async function converged(what: string): Promise<void> {
-  const started = Date.now();
-  let last: string[] = [];
-  while (Date.now() - started < CONVERGE_MS) {
-    try {
-      last = await problems();
-      if (process.env.LOAD_DEBUG) process.stderr.write(`${what}: ${last.length} problems: ${last.slice(0, 3).join(' | ')}\n`);
-      if (last.length === 0) {
-        console.log(`${what}: converged ${((Date.now() - started) / 1000).toFixed(1)} s after the batch; ${wanted.size} CRs, ${deleted.size} deleted`);
-        return;
-      }
-    } catch (e) {
-      last = [`reading the end state: ${(e as Error).message}`];
-    }
-    await sleep(2_000);
-  }
-  throw new Error(`${what}: not converged after ${CONVERGE_MS / 1000} s; ${last.length} problems, first 30:\n${last.slice(0, 30).join('\n')}`);
-}
+/** Waits until the end state holds for every CR (load.ts endStateProblems); fails with what is still wrong. */
+const converged = (what: string): Promise<number> => convergedModel(rest, core, model, what, CONVERGE_MS);
 
 /** The operator kept running (no exit, no restart) and logged no error. */
 function expectOperatorAlive(op: OperatorProcess): void {
@@ -296,5 +175,44 @@ describe(`faults while ${N} CRs are created, scaled or deleted`, () => {
     expect(operator.child.pid).toBe(pid);
     // The pause did outlast the watchdog: it gave up on the silent watches while the server was stopped.
     expect(relistsDuringPause).toBeGreaterThan(0);
+  }, 400_000);
+
+  test(`the leader SIGKILLed mid-batch (${N} creates, scales and deletes) while a second replica stands by: the standby takes over, converges, nothing applied twice`, async () => {
+    // Two replicas with leader election in place of the single operator.
+    await operator.stop('SIGTERM');
+    const replica = (id: string): Promise<OperatorProcess> =>
+      startOperator({ LEADER_ELECT: 'true', LEASE_NAMESPACE: NS, POD_NAME: id, ...LEASE });
+    const leader = await replica('replica-a');
+    await leader.waitForLog((l) => l.msg === 'became leader');
+    const standby = await replica('replica-b');
+    operator = standby;
+    await converged('two replicas started');
+
+    // Every change the children go through, from now on: a Service is never changed by these
+    // changes (size is the Deployment's), so any MODIFIED event of one is a write that changed state.
+    const serviceEvents = new Map<string, string[]>();
+    let watchEnded: unknown;
+    const watch = await new Watch(cp.kubeConfig()).watch(`/api/v1/namespaces/${NS}/services`, {}, (type: string, svc: V1Service) => {
+      const name = svc.metadata!.name!;
+      serviceEvents.set(name, [...(serviceEvents.get(name) ?? []), type]);
+    }, (err: unknown) => { watchEnded = err ?? 'closed'; });
+
+    let killedAt = 0;
+    await runBatch(mixedBatch(N), Math.floor(N / 3), async () => {
+      expect(standby.logs.some((l) => l.msg === 'became leader')).toBe(false);
+      killedAt = Date.now();
+      expect(await leader.stop('SIGKILL')).toBeNull();
+      await standby.waitForLog((l) => l.msg === 'became leader', 60_000);
+      console.log(`leader SIGKILL under load: the standby led ${((Date.now() - killedAt) / 1000).toFixed(1)} s after the kill (lease ${LEASE.LEASE_DURATION_SECONDS} s)`);
+    });
+    // converged() includes: each Deployment's generation is exactly 1 + the scales asked for.
+    await converged('leader SIGKILL with a standby');
+    watch.abort();
+    expect(watchEnded).toBeUndefined();
+    expectOperatorAlive(standby);
+    // Each Service added once (the watch's initial list, or its create), never modified; the deleted CRs' ones deleted.
+    const modified = [...serviceEvents].filter(([, types]) => types.filter((t) => t === 'ADDED').length !== 1 || types.includes('MODIFIED'));
+    expect(modified).toEqual([]);
+    expect([...serviceEvents.values()].filter((types) => types.includes('DELETED')).length).toBeGreaterThanOrEqual(Math.floor(N / 3));
   }, 400_000);
 });

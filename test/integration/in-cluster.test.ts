@@ -111,6 +111,17 @@ async function converged(namespace: string, name: string, size: number): Promise
   return deployment?.spec.replicas === size && pods.length === size && JSON.stringify(nodes) === JSON.stringify(pods);
 }
 
+/** For a failure message: each CR of `names` not converged at `size`, with what the cluster holds for it. */
+async function unconverged(namespace: string, names: string[], size: number): Promise<string> {
+  const lines: string[] = [];
+  for (const name of names) {
+    if (await converged(namespace, name, size)) continue;
+    const [deployment, cr, pods] = await Promise.all([deploymentOf(namespace, name), rest.get<Cr>(crRef(namespace, name)), podNames(namespace, name)]);
+    lines.push(`${name}: Deployment replicas ${deployment?.spec.replicas} status ${JSON.stringify(deployment?.status)}; pods ${JSON.stringify(pods)}; CR status ${JSON.stringify(cr?.status)}`);
+  }
+  return lines.join('\n');
+}
+
 const eventually = (what: string, check: () => Promise<boolean>, timeoutMs = 90_000) => waitFor(what, check, { timeoutMs, intervalMs: 100 });
 
 async function newNamespace(prefix: string): Promise<string> {
@@ -411,7 +422,11 @@ describe('the operator as the bundle\'s ServiceAccount, all namespaces, leader e
     // The work it dropped is not lost: the next replica takes the free Lease and reconciles it all.
     const d = await startReplica('appkind-operator-d');
     await d.waitForLog((l) => l.msg === 'became leader', 30_000);
-    await eventually('all 30 CRs converged', async () => (await Promise.all(names.map((n) => converged(busy, n, 1)))).every(Boolean), 120_000);
+    try {
+      await eventually('all 30 CRs converged', async () => (await Promise.all(names.map((n) => converged(busy, n, 1)))).every(Boolean), 120_000);
+    } catch (e) {
+      throw new Error(`${(e as Error).message}\n${await unconverged(busy, names, 1)}\nreplica d, last log lines:\n${d.logs.slice(-40).map((l) => JSON.stringify(l)).join('\n')}`);
+    }
     expect(await d.stop('SIGTERM')).toBe(0);
     expect((await leaseNow())!.spec.holderIdentity ?? '').toBe('');
   });

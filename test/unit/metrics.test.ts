@@ -12,6 +12,9 @@ describe('OperatorMetrics', () => {
     m.apiRequest('patch', 200);
     m.apiRequest('GET', 404);
     m.leader('appkind-operator', true);
+    m.throttled('patch', 429);
+    m.throttled('WATCH', 429);
+    m.throttled('PATCH', 429);
     const { body, contentType } = await m.expose();
     expect(contentType).toMatch(/^text\/plain/);
     expect(body).toContain('controller_runtime_reconcile_total{controller="EchoFlask",result="success"} 1');
@@ -24,6 +27,8 @@ describe('OperatorMetrics', () => {
     expect(body).toContain('rest_client_requests_total{code="200",method="PATCH"} 1');
     expect(body).toContain('rest_client_requests_total{code="404",method="GET"} 1');
     expect(body).toContain('leader_election_master_status{name="appkind-operator"} 1');
+    expect(body).toContain('appkind_rest_client_throttled_total{code="429",method="PATCH"} 2');
+    expect(body).toContain('appkind_rest_client_throttled_total{code="429",method="WATCH"} 1');
     expect(body).not.toContain('process_cpu'); // default metrics were turned off
   });
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { backoffDelay, QueueHooks, WorkQueue } from '../../operator/queue.js';
+import { backoffDelay, QueueHooks, TokenBucket, WorkQueue } from '../../operator/queue.js';
+import { ThrottledError } from '../../operator/throttle.js';
 
 /** A promise the test resolves by hand, to hold a handler in flight for as long as it wants. */
 function deferred(): { promise: Promise<void>; resolve: () => void } {
@@ -140,6 +141,84 @@ describe('WorkQueue', () => {
     expect(backoffDelay(10, 5, 1_000_000)).toBe(5120);
     expect(backoffDelay(30, 5, 1_000_000)).toBe(1_000_000);
     expect(backoffDelay(5000, 5, 1_000_000)).toBe(1_000_000); // 2^5000 is Infinity
+  });
+
+  it('waits at least a failure\'s retryAfterMs (a throttled request) and takes other keys meanwhile', async () => {
+    const retries: number[] = [];
+    const done: string[] = [];
+    let throttledOnce = false;
+    const q = new WorkQueue(
+      async (key) => {
+        if (key === 'throttled' && !throttledOnce) {
+          throttledOnce = true;
+          throw new ThrottledError('429', 60);
+        }
+        done.push(key);
+      },
+      { workers: 1, baseDelayMs: 1, maxDelayMs: 1000 },
+      { onRetry: (_k, _f, delayMs) => retries.push(delayMs) },
+    );
+    q.start();
+    q.add('throttled');
+    q.add('other');
+    await q.whenIdle({ ignoreDelayed: true });
+    // The retry was scheduled after the throttle's 60 ms, not the 1 ms base backoff, and the other key ran first.
+    expect(retries).toEqual([60]);
+    expect(done).toEqual(['other']);
+    await q.whenIdle();
+    expect(done).toEqual(['other', 'throttled']);
+  });
+
+  it('ignores a retryAfterMs that is not a positive number', async () => {
+    const retries: number[] = [];
+    let failed = false;
+    const q = new WorkQueue(
+      async () => {
+        if (!failed) {
+          failed = true;
+          throw Object.assign(new Error('odd'), { retryAfterMs: 'soon' });
+        }
+      },
+      { workers: 1, baseDelayMs: 3, maxDelayMs: 1000 },
+      { onRetry: (_k, _f, delayMs) => retries.push(delayMs) },
+    );
+    q.start();
+    q.add('k');
+    await q.whenIdle();
+    expect(retries).toEqual([3]);
+  });
+
+  it('TokenBucket: a burst at once, then one token per 1/qps s, reservations queued in order', () => {
+    let now = 0;
+    const b = new TokenBucket(10, 3, () => now);
+    expect([b.reserve(), b.reserve(), b.reserve()]).toEqual([0, 0, 0]);
+    expect(b.reserve()).toBeCloseTo(100);
+    expect(b.reserve()).toBeCloseTo(200);
+    now = 1000; // 10 tokens came back, minus the 2 reserved ahead: capped at the burst
+    expect([b.reserve(), b.reserve(), b.reserve()]).toEqual([0, 0, 0]);
+    expect(b.reserve()).toBeCloseTo(100);
+  });
+
+  it('spreads the retries of many failing keys over the retry rate; a key added meanwhile runs before them', async () => {
+    const retries: number[] = [];
+    const done: string[] = [];
+    const q = new WorkQueue(
+      async (key) => {
+        if (key.startsWith('bad')) throw new Error('always');
+        done.push(key);
+      },
+      { workers: 1, baseDelayMs: 1, maxDelayMs: 1, retryQps: 20, retryBurst: 2 },
+      { onRetry: (_k, _f, delayMs) => retries.push(delayMs) },
+    );
+    q.start();
+    for (let i = 0; i < 6; i++) q.add(`bad-${i}`);
+    q.add('good');
+    await q.whenIdle({ ignoreDelayed: true });
+    expect(done).toEqual(['good']);
+    // Per-key backoff alone would retry each after 1 ms; the bucket (2 at once, then 20 a second) spaces them 50 ms apart.
+    expect(retries.slice(0, 2)).toEqual([1, 1]);
+    for (let i = 2; i < 6; i++) expect(retries[i]).toBeGreaterThanOrEqual(50 * (i - 1) - 10);
+    expect(await q.shutdown(1000)).toBe(true);
   });
 
   it('keeps other keys flowing while one key keeps failing', async () => {
