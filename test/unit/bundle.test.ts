@@ -214,7 +214,7 @@ describe('OperatorBundle', () => {
     ]);
     expect(c.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'health' });
     expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'health' });
-    expect(c.resources).toEqual({ requests: { cpu: '50m', memory: '128Mi' }, limits: { cpu: '500m', memory: '256Mi' } });
+    expect(c.resources).toEqual({ requests: { cpu: '50m', memory: '128Mi' }, limits: { cpu: '500m', memory: '512Mi' } });
   });
 
   it('configures the operator through the same env settings as a local run', () => {
