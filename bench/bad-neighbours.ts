@@ -8,25 +8,16 @@
 // bench/results.json, leaving the N=1000 phases of `npm run bench` as they are.
 // Usage: npm run bench:bad-neighbours [-- --bad 50] [--repeat 5]
 import { type KubernetesObject, type V1Deployment } from '@kubernetes/client-node';
-import { App, Chart } from 'cdk8s';
 import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
-import { OperatorBundle } from 'cdk8s-appkind';
-import { SAMPLE_KIND } from '../operator/config.js';
-import { crdObjects } from '../operator/crd-yaml.js';
-import { RestClient } from '../operator/rest.js';
-import { applyManifests } from '../tools/controlplane/apply.js';
 import { ControlPlane } from '../tools/controlplane/controlplane.js';
-import { freePort } from '../tools/controlplane/ports.js';
 import { httpGet, waitFor } from '../tools/controlplane/readiness.js';
+import { kind, NS, setUpOperator } from './operator-setup.js';
 import { Tracker } from './tracker.js';
 
 const root = join(import.meta.dirname, '..');
-const NS = 'bench';
-const OPERATOR_NS = 'appkind-system';
-const kind = SAMPLE_KIND;
 const CR_API = `${kind.group}/${kind.version}`;
 const log = (line: string) => void process.stderr.write(`${line}\n`);
 
@@ -92,15 +83,8 @@ async function main(): Promise<void> {
   let exitCode: number | null = null;
   try {
     const kc = cp.kubeConfig();
-    const rest = new RestClient(kc);
+    const { rest, port, env } = await setUpOperator(cp);
     const kubernetes = (await rest.request<{ gitVersion: string }>('GET', '/version')).gitVersion;
-    const chart = new Chart(new App(), 'bundle');
-    new OperatorBundle(chart, 'op', { kinds: [kind], namespace: OPERATOR_NS, crds: false });
-    await applyManifests(kc, [...crdObjects([kind]), ...(chart.toJson() as KubernetesObject[]).filter((o) => o.kind !== 'Deployment')]);
-    await rest.apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } }, 'bench');
-    const kubeconfig = await cp.serviceAccountKubeconfig(OPERATOR_NS, 'appkind-operator');
-    const port = await freePort();
-    const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, KUBECONFIG: kubeconfig, METRICS_PORT: String(port), HEALTH_PORT: String(port), LOG_LEVEL: 'warn' };
     const child = spawn(process.execPath, [join(root, 'build', 'operator', 'main.js')], { cwd: root, env, stdio: ['ignore', 'ignore', 'inherit'] });
     const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
     try {

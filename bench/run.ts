@@ -9,33 +9,25 @@
 // [--2500] [--edits 200] [--steady 60] [--no-rollout] [--profile <dir>]
 // The operator's own settings (WORKERS, STATUS_INTERVAL_MS) pass through from the environment.
 import { KubeConfig, type KubernetesObject, type V1Deployment } from '@kubernetes/client-node';
-import { App, Chart } from 'cdk8s';
 import { execFileSync, spawn } from 'node:child_process';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { OperatorBundle } from 'cdk8s-appkind';
-import { SAMPLE_KIND } from '../operator/config.js';
-import { crdObjects } from '../operator/crd-yaml.js';
 import { render } from '../operator/render.js';
 import { RestClient } from '../operator/rest.js';
 import { DEFAULT_STATUS_INTERVAL_MS, DEFAULT_WORKERS } from '../operator/settings.js';
-import { applyManifests } from '../tools/controlplane/apply.js';
 import type { AuditEvent } from '../tools/controlplane/audit.js';
 import { ControlPlane } from '../tools/controlplane/controlplane.js';
-import { freePort } from '../tools/controlplane/ports.js';
 import { httpGet, waitFor } from '../tools/controlplane/readiness.js';
 import { cpuMeter, memoryMiB } from './proc.js';
 import { ApiserverRecorder } from './profile.js';
 import { BenchRun, BenchSettings, FloorRun, OperatorRun, table, writeResults } from './report.js';
+import { kind, NS, OPERATOR_NS, setUpOperator } from './operator-setup.js';
 import { Tracker } from './tracker.js';
 
 const root = join(import.meta.dirname, '..');
-const NS = 'bench';
-const OPERATOR_NS = 'appkind-system';
 const OPERATOR_USER = `system:serviceaccount:${OPERATOR_NS}:appkind-operator`;
 const FLOOR_SA = 'bench-floor';
 const FLOOR_USER = `system:serviceaccount:${NS}:${FLOOR_SA}`;
-const kind = SAMPLE_KIND;
 const CR_API = `${kind.group}/${kind.version}`;
 /** The default NodePort range holds 2768 Services; wider runs need a wider range (a real cluster too). */
 const WIDE_NODE_PORTS = '30000-39999';
@@ -242,14 +234,7 @@ async function operatorRun(n: number, s: Settings, onExit: (code: number | null)
   const cp = await startControlPlane(n, s);
   try {
     const kc = cp.kubeConfig();
-    const rest = new RestClient(kc);
-    const chart = new Chart(new App(), 'bundle');
-    new OperatorBundle(chart, 'op', { kinds: [kind], namespace: OPERATOR_NS, crds: false });
-    await applyManifests(kc, [...crdObjects([kind]), ...(chart.toJson() as KubernetesObject[]).filter((o) => o.kind !== 'Deployment')]);
-    await rest.apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } }, 'bench');
-    const kubeconfig = await cp.serviceAccountKubeconfig(OPERATOR_NS, 'appkind-operator');
-    const port = await freePort();
-    const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, KUBECONFIG: kubeconfig, METRICS_PORT: String(port), HEALTH_PORT: String(port), LOG_LEVEL: 'warn' };
+    const { rest, port, env } = await setUpOperator(cp);
     for (const name of ['WORKERS', 'STATUS_INTERVAL_MS', 'LOG_LEVEL']) if (process.env[name]) env[name] = process.env[name];
     let op = await startOperator(env, port, s, `operator-${n}`);
     try {
