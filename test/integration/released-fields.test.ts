@@ -67,8 +67,9 @@ describe('a field render() no longer gives is released', () => {
     operator = await OperatorProcess.start(ns, {});
     await eventually('runAsUser released', async () => (await deployment('setting'))?.spec?.template.spec?.containers[0]?.securityContext?.runAsUser === undefined);
     expect(ownedBy(await deployment('setting'), MANAGER)).not.toContain('f:runAsUser');
-    const line = operator.logs.find((l) => l.msg === 'applied drifted object' && String(l.object).includes('setting-deployment'));
-    expect(line?.field).toBe('released spec.template.spec.containers[k:{"name":"echoflask"}].securityContext.runAsUser');
+    // The log line is written after the apply returns, so it may reach us after the GET above saw the change.
+    const line = await operator.waitForLog((l) => l.msg === 'applied drifted object' && String(l.object).includes('setting-deployment'));
+    expect(line.field).toBe('released spec.template.spec.containers[k:{"name":"echoflask"}].securityContext.runAsUser');
     await expectNoWrites(10_000);
   }, 120_000);
 
