@@ -29,8 +29,8 @@ import type { AppSpec } from '../../operator/render.js';
 import { RestClient } from '../../operator/rest.js';
 import { NODE_PORT_RANGE } from '../../tools/controlplane/components.js';
 import { ControlPlane } from '../../tools/controlplane/controlplane.js';
-import { applyOp, changedVersions, converged, deleteOp, LoadModel, resourceVersions, sleep } from './load.js';
-import { installCrds, installOperatorIdentity, OPERATOR_SA, OperatorProcess } from './operator-process.js';
+import { applyOp, changedVersions, converged, deleteOp, LoadModel, resourceVersions, sleep, startLoadCluster } from './load.js';
+import { OperatorProcess } from './operator-process.js';
 
 /** The sample kind, allowing the images the churn switches between (the CRD refuses others). */
 const kind: AppKind = { ...SAMPLE_KIND, allowedImages: ['takeyan/flask:*', 'nginx:*', 'registry.example.com/*'] };
@@ -271,13 +271,9 @@ let core: CoreV1Api;
 let replicas: Replicas;
 
 beforeAll(async () => {
-  cp = await ControlPlane.start({ scheduler: true, pods: 4 * MAX_CRS });
-  rest = new RestClient(cp.kubeConfig());
-  core = cp.kubeConfig().makeApiClient(CoreV1Api);
-  await core.createNamespace({ body: { metadata: { name: NS } } });
-  await installCrds(cp.kubeConfig(), [kind]);
-  await installOperatorIdentity(cp.kubeConfig(), [kind], NS);
-  replicas = new Replicas(await cp.serviceAccountKubeconfig(NS, OPERATOR_SA));
+  let operatorKubeconfig: string;
+  ({ cp, rest, core, operatorKubeconfig } = await startLoadCluster(kind, NS, 4 * MAX_CRS));
+  replicas = new Replicas(operatorKubeconfig);
   await replicas.ensureTwo();
 }, 240_000);
 
