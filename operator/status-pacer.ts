@@ -1,4 +1,4 @@
-import { AppStatus } from './status.js';
+import { AppStatus, ROLLOUT_REASONS } from './status.js';
 
 /**
  * When to write a CR's status. A new observedGeneration, Ready or Degraded flipping and a new
@@ -53,9 +53,6 @@ export class StatusPacer {
 
 /** Progress writes of one rollout are spaced out up to this (or the interval, if longer). */
 export const MAX_PROGRESS_INTERVAL_MS = 600_000;
-
-/** Condition reasons of an ordinary rollout in progress; any other new reason (a refusal) is news. */
-const ROLLOUT_REASONS = new Set(['ReplicasNotReady', 'DeploymentMissing', 'RollingOut', 'RolloutComplete']);
 
 /** A first status worth writing at once: Ready, Degraded, or a refusal instead of ordinary progress. */
 function news(next: AppStatus): boolean {

@@ -43,6 +43,19 @@ export interface StatusInput {
   readonly now: Date;
 }
 
+/** The condition reasons computeStatus sets itself (a failure's or a refusal's reason comes from its source). */
+export const Reason = {
+  AllReplicasReady: 'AllReplicasReady',
+  ReplicasNotReady: 'ReplicasNotReady',
+  DeploymentMissing: 'DeploymentMissing',
+  RolloutComplete: 'RolloutComplete',
+  RollingOut: 'RollingOut',
+  ReconcileSucceeded: 'ReconcileSucceeded',
+} as const;
+
+/** The reasons of an ordinary rollout in progress: any other new reason (a refusal, a failure) is news. */
+export const ROLLOUT_REASONS: ReadonlySet<string> = new Set<string>([Reason.ReplicasNotReady, Reason.DeploymentMissing, Reason.RollingOut, Reason.RolloutComplete]);
+
 /** `k=v,k=v` in key order: the scale subresource's selector. */
 export function selectorString(labels: Record<string, string>): string {
   return Object.keys(labels).sort().map((k) => `${k}=${labels[k]}`).join(',');
@@ -90,16 +103,16 @@ export function computeStatus(input: StatusInput): AppStatus {
 
   const conditions: Omit<Condition, 'lastTransitionTime'>[] = [
     ready
-      ? { type: 'Ready', status: 'True', reason: 'AllReplicasReady', message: `${readyReplicas}/${input.size} pods ready` }
+      ? { type: 'Ready', status: 'True', reason: Reason.AllReplicasReady, message: `${readyReplicas}/${input.size} pods ready` }
       : refused
         ? { type: 'Ready', status: 'False', reason: refused.reason, message: `${refused.message} (${readyReplicas}/${input.size} pods ready)` }
-        : { type: 'Ready', status: 'False', reason: input.deployment ? 'ReplicasNotReady' : 'DeploymentMissing', message: `${readyReplicas}/${input.size} pods ready` },
+        : { type: 'Ready', status: 'False', reason: input.deployment ? Reason.ReplicasNotReady : Reason.DeploymentMissing, message: `${readyReplicas}/${input.size} pods ready` },
     rolledOut
-      ? { type: 'Progressing', status: 'False', reason: 'RolloutComplete', message: `Deployment has ${input.size} up-to-date replicas` }
-      : { type: 'Progressing', status: 'True', reason: 'RollingOut', message: `Deployment has ${ds?.updatedReplicas ?? 0}/${input.size} up-to-date replicas` },
+      ? { type: 'Progressing', status: 'False', reason: Reason.RolloutComplete, message: `Deployment has ${input.size} up-to-date replicas` }
+      : { type: 'Progressing', status: 'True', reason: Reason.RollingOut, message: `Deployment has ${ds?.updatedReplicas ?? 0}/${input.size} up-to-date replicas` },
     input.failure
       ? { type: 'Degraded', status: 'True', reason: input.failure.reason, message: input.failure.message }
-      : { type: 'Degraded', status: 'False', reason: 'ReconcileSucceeded', message: 'Deployment and Service are applied' },
+      : { type: 'Degraded', status: 'False', reason: Reason.ReconcileSucceeded, message: 'Deployment and Service are applied' },
   ];
   return {
     nodes,

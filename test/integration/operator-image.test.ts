@@ -189,7 +189,7 @@ function procStatus(pid: number): Record<string, string> {
 
     // The image is not asked to write anywhere but the pod's emptyDir; the write below would fail.
     await expect(podman(['exec', a.name, 'node', '-e', 'require("fs").writeFileSync("/app/x", "")'])).rejects.toThrow(/EROFS|read-only/);
-    const start = a.logs.find((l) => l.msg === 'operator starting')!;
+    const start = await a.process.waitForLog((l) => l.msg === 'operator starting');
     expect(start.server).toBe(admin.getCurrentCluster()!.server);
     await a.process.waitForLog((l) => l.msg === 'became leader');
     const metrics = await a.get('metrics', '/metrics');
@@ -219,19 +219,23 @@ function procStatus(pid: number): Record<string, string> {
   });
 
   test('`podman stop` (SIGTERM) exits 0 within the termination grace period and releases the Lease; the standby takes over', async () => {
+    // The container runs with --stop-timeout = terminationGracePeriodSeconds: had it not exited by
+    // itself within it, podman would have sent SIGKILL and `podman run` would answer 137, not 0.
+    // (podman's own run time is no measure of the grace period: it starts slowly on a loaded machine.)
     const grace = pod.spec.terminationGracePeriodSeconds!;
+    expect(a.argv.join(' ')).toContain(`--stop-timeout ${grace} `);
     const stopA = await a.stop();
     expect(stopA.code).toBe(0);
-    expect(stopA.ms).toBeLessThan(grace * 1000);
     expect(a.logs.some((l) => l.msg === 'released the lease')).toBe(true);
     expect(a.logs.find((l) => l.msg === 'stopped')).toMatchObject({ signal: 'SIGTERM' });
+    expect(a.logs.some((l) => l.msg === 'in-flight reconciles did not finish within the grace period')).toBe(false);
     expect(['', undefined, b.name]).toContain((await leaseNow())!.spec.holderIdentity);
     await b.process.waitForLog((l) => l.msg === 'became leader', 30_000);
     expect((await leaseNow())!.spec.holderIdentity).toBe(b.name);
 
     const stopB = await b.stop();
     expect(stopB.code).toBe(0);
-    expect(stopB.ms).toBeLessThan(grace * 1000);
+    expect(b.logs.find((l) => l.msg === 'stopped')).toMatchObject({ signal: 'SIGTERM' });
     expect((await leaseNow())!.spec.holderIdentity ?? '').toBe('');
     figures.stopSeconds = [stopA.ms / 1000, stopB.ms / 1000];
 
