@@ -82,7 +82,6 @@ async function main(): Promise<void> {
   const cp = await ControlPlane.start({ log, pods: 200 });
   let exitCode: number | null = null;
   try {
-    const kc = cp.kubeConfig();
     const { rest, port, env } = await setUpOperator(cp);
     const kubernetes = (await rest.request<{ gitVersion: string }>('GET', '/version')).gitVersion;
     const child = spawn(process.execPath, [join(root, 'build', 'operator', 'main.js')], { cwd: root, env, stdio: ['ignore', 'ignore', 'inherit'] });
@@ -91,8 +90,8 @@ async function main(): Promise<void> {
       await waitFor('operator ready', async () => (await httpGet(`http://127.0.0.1:${port}/readyz`).catch(() => ({ status: 0 }))).status === 200, { timeoutMs: 60_000 });
       const errors = async () => (await httpGet(`http://127.0.0.1:${port}/metrics`)).body.split('\n')
         .filter((l) => l.startsWith('controller_runtime_reconcile_errors_total')).reduce((t, l) => t + Number(l.split(' ').pop()), 0);
-      const crs = new Tracker<Resource>(kc, rest, { apiVersion: CR_API, kind: kind.kind, plural: kind.plural, namespace: NS });
-      const deployments = new Tracker<V1Deployment>(kc, rest, { apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments', namespace: NS });
+      const crs = new Tracker<Resource>(rest, { apiVersion: CR_API, kind: kind.kind, plural: kind.plural, namespace: NS });
+      const deployments = new Tracker<V1Deployment>(rest, { apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments', namespace: NS });
       await Promise.all([crs.start(), deployments.start()]);
 
       /** Seconds from the create request until the CR converged, and until its Deployment appeared. */

@@ -138,7 +138,7 @@ async function floor(n: number, s: Settings): Promise<FloorRun> {
     kc.loadFromFile(await cp.serviceAccountKubeconfig(NS, FLOOR_SA));
     const rest = new RestClient(kc);
     await waitFor('floor RBAC', async () => !!(await rest.list('apps/v1', 'Deployment', NS).catch(() => undefined)), { timeoutMs: 60_000 });
-    const deployments = new Tracker<V1Deployment>(kc, rest, { apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments', namespace: NS });
+    const deployments = new Tracker<V1Deployment>(rest, { apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments', namespace: NS });
     await deployments.start();
     const recorder = s.profile ? new ApiserverRecorder(cp.kubeConfig(), s.profile, `floor-${n}`) : undefined;
     recorder?.start();
@@ -233,7 +233,6 @@ async function startOperator(env: NodeJS.ProcessEnv, port: number, s: Settings, 
 async function operatorRun(n: number, s: Settings, onExit: (code: number | null) => void): Promise<OperatorRun> {
   const cp = await startControlPlane(n, s);
   try {
-    const kc = cp.kubeConfig();
     const { rest, port, env } = await setUpOperator(cp);
     for (const name of ['WORKERS', 'STATUS_INTERVAL_MS', 'LOG_LEVEL']) if (process.env[name]) env[name] = process.env[name];
     let op = await startOperator(env, port, s, `operator-${n}`);
@@ -241,8 +240,8 @@ async function operatorRun(n: number, s: Settings, onExit: (code: number | null)
       const metrics = async () => (await httpGet(`http://127.0.0.1:${port}/metrics`)).body;
       const pid = op.pid;
       const rssIdleMiB = memoryMiB(pid, 'VmRSS');
-      const crs = new Tracker<Resource>(kc, rest, { apiVersion: CR_API, kind: kind.kind, plural: kind.plural, namespace: NS });
-      const deployments = new Tracker<V1Deployment>(kc, rest, { apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments', namespace: NS });
+      const crs = new Tracker<Resource>(rest, { apiVersion: CR_API, kind: kind.kind, plural: kind.plural, namespace: NS });
+      const deployments = new Tracker<V1Deployment>(rest, { apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments', namespace: NS });
       await Promise.all([crs.start(), deployments.start()]);
       const recorder = s.profile ? new ApiserverRecorder(cp.kubeConfig(), s.profile, `operator-${n}`) : undefined;
       recorder?.start();

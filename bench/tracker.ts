@@ -1,6 +1,6 @@
 // Watches one resource in the bench namespace (the operator's own list+watch cache) and tells when
 // N objects satisfy a condition, and when a given object first shows a change.
-import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import type { KubernetesObject } from '@kubernetes/client-node';
 import { Informer } from '../operator/informer.js';
 import { createLogger } from '../operator/log.js';
 import { RestClient } from '../operator/rest.js';
@@ -13,8 +13,8 @@ export class Tracker<T extends KubernetesObject> {
   private waiter?: Waiter<T> & { satisfied: Set<string> };
   private readonly listeners = new Set<Listener<T>>();
 
-  constructor(kc: KubeConfig, rest: RestClient, source: { apiVersion: string; kind: string; plural: string; namespace: string }) {
-    this.informer = new Informer<T>(kc, source, (_type, obj) => this.onEvent(obj), {
+  constructor(rest: RestClient, source: { apiVersion: string; kind: string; plural: string; namespace: string }) {
+    this.informer = new Informer<T>(source, (_type, obj) => this.onEvent(obj), {
       staleMs: 600_000, log: createLogger('warn'), rest,
     });
   }

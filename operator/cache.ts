@@ -1,4 +1,4 @@
-import { KubernetesObject, V1Pod } from '@kubernetes/client-node';
+import { KubernetesObject, V1Deployment, V1Pod } from '@kubernetes/client-node';
 import { ContainerApp } from 'cdk8s-appkind';
 import { Informer } from './informer.js';
 
@@ -100,4 +100,28 @@ export function podChanged(a: V1Pod | undefined, b: V1Pod): boolean {
   return !!a.metadata?.deletionTimestamp !== !!b.metadata?.deletionTimestamp ||
     a.status?.conditions?.[0]?.status !== b.status?.conditions?.[0]?.status ||
     JSON.stringify(a.metadata?.labels) !== JSON.stringify(b.metadata?.labels);
+}
+
+/**
+ * What reconcile reads of a Deployment, as one string: its metadata (labels, annotations, owners, our
+ * own apply entry of managedFields, generation, deletion) but not resourceVersion, and of its status
+ * only what status shows (replicas, ready, updated, observedGeneration, a ReplicaFailure). The spec
+ * needs no look: every change of a Deployment's spec bumps metadata.generation.
+ */
+function deploymentView(d: V1Deployment): string {
+  const metadata = { ...d.metadata };
+  delete metadata.resourceVersion;
+  const s = d.status ?? {};
+  const failure = s.conditions?.find((c) => c.type === 'ReplicaFailure');
+  return JSON.stringify([metadata, s.observedGeneration, s.replicas, s.readyReplicas, s.updatedReplicas, failure && [failure.status, failure.reason, failure.message]]);
+}
+
+/**
+ * True when a Deployment changed in anything reconcile reads. The Deployment controller updates a
+ * Deployment's status 3-7 times per rollout (availableReplicas, conditions' lastUpdateTime...); most of
+ * those change nothing the CR's status shows, and enqueueing the CR for each made a no-op reconcile.
+ */
+export function deploymentChanged(a: V1Deployment | undefined, b: V1Deployment): boolean {
+  if (!a) return true;
+  return a.metadata?.generation !== b.metadata?.generation || deploymentView(a) !== deploymentView(b);
 }

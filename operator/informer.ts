@@ -1,4 +1,4 @@
-import { KubeConfig, KubernetesObject, Watch } from '@kubernetes/client-node';
+import { KubernetesObject } from '@kubernetes/client-node';
 import { apiFailure, objectKey, sleep } from './kube.js';
 import { Logger } from './log.js';
 import { RestClient } from './rest.js';
@@ -60,7 +60,6 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
   private resolveFirstSync!: () => void;
 
   constructor(
-    private readonly kc: KubeConfig,
     readonly source: InformerSource,
     private readonly handler: InformerHandler<T>,
     private readonly opts: InformerOptions<T>,
@@ -230,9 +229,8 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
       const finish = (err: unknown) => {
         clearInterval(watchdog);
         const name = (err as { name?: string } | undefined)?.name;
-        // client-node 2.x ends a watch that received nothing for 30 s (a quiet resource between the
-        // server's bookmarks) with a TimeoutError: resume from the last resourceVersion like a
-        // server-closed watch, not a failure that relists.
+        // A watch that received nothing, not even a bookmark, for a while (RestClient.watch's idle
+        // timeout): resume from the last resourceVersion like a server-closed watch, not a relist.
         if (name === 'TimeoutError') this.opts.log.debug('watch idle; resuming', { resource: this.path });
         else if (err && !this.stopped && name !== 'AbortError') failure = err;
         resolve();
@@ -245,11 +243,11 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
         timeoutSeconds: 240 + Math.floor(Math.random() * 120),
       };
       this.lastHeard = Date.now();
-      new Watch(this.kc).watch(this.path, query, (type, obj) => id === this.watchId && this.onWatchEvent(type, obj as T), finish)
-        .then((controller) => {
-          if (this.stopped || id !== this.watchId) controller.abort();
-          else this.abort = controller;
-        }, finish);
+      const controller = new AbortController();
+      this.abort = controller;
+      // On the client's kept-alive connections: a resumed watch reuses the connection the last one ended on.
+      this.opts.rest.watch(this.path, query, (type, obj) => id === this.watchId && this.onWatchEvent(type, obj as T), { signal: controller.signal })
+        .then(() => finish(undefined), finish);
     });
     if (failure) throw failure;
   }

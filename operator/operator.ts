@@ -1,6 +1,6 @@
 import { KubeConfig, KubernetesObject, V1Deployment, V1Pod, V1Service } from '@kubernetes/client-node';
 import { AppKind, AppKindCrd, ContainerApp } from 'cdk8s-appkind';
-import { INSTANCE_INDEX, instanceIndex, OWNER_INDEX, ownerIndex, podChanged, podSummary, ResourceCache, withOwnManagedFields, withoutManagedFields } from './cache.js';
+import { deploymentChanged, INSTANCE_INDEX, instanceIndex, OWNER_INDEX, ownerIndex, podChanged, podSummary, ResourceCache, withOwnManagedFields, withoutManagedFields } from './cache.js';
 import { EventRecorder } from './events.js';
 import { IndexFunc, Informer, InformerHandler, InformerSource } from './informer.js';
 import { Logger } from './log.js';
@@ -32,7 +32,7 @@ export class Operator {
     interface CacheOpts<T> { transform?: (obj: T) => T; indexers?: Record<string, IndexFunc<T>> }
     const watch = <T extends KubernetesObject>(source: Omit<InformerSource, 'namespace'>, onEvent: InformerHandler<T>, opts: CacheOpts<T> = {}) => {
       const namespaces = settings.namespaces.length ? settings.namespaces : [undefined];
-      const informers = namespaces.map((namespace) => new Informer<T>(kc, { ...source, namespace }, onEvent, {
+      const informers = namespaces.map((namespace) => new Informer<T>({ ...source, namespace }, onEvent, {
         staleMs: settings.watchStaleSeconds * 1000, log, rest, onThrottled, ...opts,
       }));
       const cache = new ResourceCache<T>(informers);
@@ -50,7 +50,10 @@ export class Operator {
     // and only changes status would show enqueue their CR.
     // Children keep our own apply entry of managedFields: what we own, to release what render() stops giving.
     const children = { transform: withOwnManagedFields(settings.fieldManager), indexers: { [OWNER_INDEX]: ownerIndex } };
-    const deployments = watch<V1Deployment>({ apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments' }, (_t, o) => this.enqueueOwner(o), children);
+    // Deployments: only changes reconcile would read enqueue their CR (not each status tick of the controller).
+    const deployments = watch<V1Deployment>({ apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments' }, (type, o, old) => {
+      if (type !== 'update' || deploymentChanged(old, o)) this.enqueueOwner(o);
+    }, children);
     const services = watch<V1Service>({ apiVersion: 'v1', kind: 'Service', plural: 'services' }, (_t, o) => this.enqueueOwner(o), children);
     const pods = watch<V1Pod>({ apiVersion: 'v1', kind: 'Pod', plural: 'pods', labelSelector: CHILD_SELECTOR }, (type, o, old) => {
       if (type !== 'update' || podChanged(old, o)) this.enqueueByLabels(o);

@@ -56,6 +56,12 @@ export const MERGE_PATCH = 'application/merge-patch+json';
 /** How often credentials are read again (a projected ServiceAccount token is rotated on disk). */
 const CREDENTIALS_TTL_MS = 60_000;
 
+/**
+ * A watch that receives nothing for this long is ended and resumed (a connection that died without a
+ * FIN). The API server sends a bookmark to every watch that asks for them about once a minute.
+ */
+export const WATCH_IDLE_MS = 150_000;
+
 /** What every request carries: auth headers and the one connection pool. */
 interface Credentials {
   readonly headers: OutgoingHttpHeaders;
@@ -196,6 +202,114 @@ export class RestClient {
       const message = status.message ?? (text || `HTTP ${code}`);
       throw new ApiError(code, status.reason ?? 'Unknown', message, method, path, isThrottled(code, retryAfterMs) ? retryAfterMs ?? 1000 : undefined);
     }
+  }
+
+  /**
+   * One watch request (`?watch=true`) on the pooled keep-alive connections, as client-go's watches
+   * share its transport: no new TLS connection per watch, and a watch the server ends (timeoutSeconds)
+   * hands its connection back for the next one. client-node's Watch opened a new connection each
+   * time and ended any watch that was quiet for 30 s, so a quiet resource re-opened its watch (a TLS
+   * handshake on the server) twice a minute. Each line of the stream is one event, parsed here.
+   * Resolves when the server ends the watch or `signal` aborts it; rejects with an ApiError for an
+   * error answer (a throttled one says its Retry-After) or a dropped connection (code 0), and with
+   * a `TimeoutError` when nothing, not even a bookmark, came for `idleMs`.
+   */
+  async watch(path: string, query: Record<string, string | number | boolean | undefined>, onEvent: (type: string, object: unknown) => void,
+    opts: { signal?: AbortSignal; idleMs?: number } = {}): Promise<void> {
+    const url = new URL(this.server + path);
+    url.searchParams.set('watch', 'true');
+    for (const [k, v] of Object.entries(query)) if (v !== undefined) url.searchParams.set(k, String(v));
+    const idleMs = opts.idleMs ?? WATCH_IDLE_MS;
+    for (let resent = false; ;) {
+      const creds = await this.auth();
+      if (opts.signal?.aborted) return;
+      try {
+        return await this.stream(url, path, creds, onEvent, idleMs, opts.signal);
+      } catch (e) {
+        // As in request(): a kept-alive socket the server closed meanwhile fails before any answer.
+        if ((e as { reused?: boolean }).reused && !resent) {
+          resent = true;
+          continue;
+        }
+        if (e instanceof ApiError || (e as Error).name === 'TimeoutError') throw e;
+        this.onRequest('WATCH', 0);
+        throw new ApiError(0, 'ConnectionFailed', `WATCH ${path}: ${(e as Error).message}`, 'WATCH', path);
+      }
+    }
+  }
+
+  private stream(url: URL, path: string, creds: Credentials, onEvent: (type: string, object: unknown) => void, idleMs: number, signal?: AbortSignal): Promise<void> {
+    const options: RequestOptions = { method: 'GET', agent: creds.agent, auth: creds.auth, headers: { ...creds.headers, Accept: 'application/json' } };
+    const send = url.protocol === 'http:' ? httpRequest : httpsRequest;
+    return new Promise<void>((resolve, reject) => {
+      let answered = false;
+      /** Why this side ended the watch: aborted (resolve) or idle too long (TimeoutError). */
+      let endedHere: Error | undefined;
+      // Whatever ends the stream first decides; a cause set here wins over the errors it triggers.
+      const settle = (e?: Error) => {
+        if (endedHere?.name === 'AbortError') resolve();
+        else if (endedHere) reject(endedHere);
+        else if (e) reject(e);
+        else resolve();
+      };
+      const end = (why: Error) => {
+        endedHere ??= why;
+        req.destroy(why);
+      };
+      const req = send(url, options, (res) => {
+        answered = true;
+        const code = res.statusCode ?? 0;
+        this.onRequest('WATCH', code);
+        res.setEncoding('utf8');
+        if (code !== 200) {
+          let text = '';
+          res.on('data', (c: string) => (text += c));
+          res.on('end', () => {
+            if (code === 401) this.credentials = undefined; // read them again for the next request
+            const status = (parseJson(text) ?? {}) as { reason?: string; message?: string };
+            const retryAfterMs = parseRetryAfter(res.headers['retry-after']);
+            settle(new ApiError(code, status.reason ?? 'Unknown', status.message ?? (text || `HTTP ${code}`), 'WATCH', path,
+              isThrottled(code, retryAfterMs) ? retryAfterMs ?? 1000 : undefined));
+          });
+          res.on('error', settle);
+          return;
+        }
+        let pending = '';
+        res.on('data', (chunk: string) => {
+          pending += chunk;
+          let nl: number;
+          while (!endedHere && (nl = pending.indexOf('\n')) >= 0) {
+            const line = pending.slice(0, nl);
+            pending = pending.slice(nl + 1);
+            if (!line.trim()) continue;
+            let event: { type?: string; object?: unknown };
+            try {
+              event = JSON.parse(line) as { type?: string; object?: unknown };
+            } catch {
+              continue; // not an event (the server only sends whole JSON lines)
+            }
+            if (event.type) onEvent(event.type, event.object);
+          }
+        });
+        res.on('end', () => settle());
+        res.on('error', settle);
+        // A connection dropped mid-stream (an API server restart) closes without 'end'.
+        res.on('close', () => settle(res.complete ? undefined : new ApiError(0, 'ConnectionFailed', `WATCH ${path}: connection closed mid-stream`, 'WATCH', path)));
+      });
+      const onAbort = () => end(Object.assign(new Error(`WATCH ${path}: stopped`), { name: 'AbortError' }));
+      if (signal?.aborted) onAbort();
+      signal?.addEventListener('abort', onAbort, { once: true });
+      req.on('close', () => signal?.removeEventListener('abort', onAbort));
+      req.setTimeout(idleMs, () => end(Object.assign(new Error(`WATCH ${path}: nothing received for ${idleMs / 1000} s`), { name: 'TimeoutError' })));
+      req.on('error', (e: NodeJS.ErrnoException) => {
+        const reused = !answered && !endedHere && req.reusedSocket && (e.code === 'ECONNRESET' || e.code === 'EPIPE');
+        settle(Object.assign(e, { reused }));
+      });
+      req.on('socket', () => {
+        if (!req.reusedSocket) this.opened++;
+      });
+      req.end();
+    });
   }
 
   private send(url: URL, method: string, path: string, body: string | undefined, contentType: string | undefined, creds: Credentials): Promise<{ code: number; text: string; retryAfter?: string }> {

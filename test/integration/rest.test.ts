@@ -31,4 +31,34 @@ describe('RestClient connections', () => {
     await expect(rest.request('GET', '/api/v1/namespaces/does-not-exist-here')).rejects.toMatchObject({ code: 404, reason: 'NotFound' });
     await expect(rest.request('GET', '/api/v1/namespaces/default')).resolves.toBeDefined();
   });
+
+  it('watches on the pooled connections: events arrive parsed, and a watch the server ends hands its connection to the next', async () => {
+    const ns = 'default';
+    const name = `rest-watch-${Date.now()}`;
+    const path = `/api/v1/namespaces/${ns}/configmaps`;
+    const list = await rest.request<{ metadata: { resourceVersion: string } }>('GET', path);
+    const before = rest.connectionsOpened;
+    const seen: string[] = [];
+    // The server ends this watch after 2 s; the ConfigMap created meanwhile is its one event.
+    const watching = rest.watch(path, { resourceVersion: list.metadata.resourceVersion, timeoutSeconds: 2 }, (type, obj) => {
+      seen.push(`${type} ${(obj as { metadata: { name: string } }).metadata.name}`);
+    });
+    await rest.request('POST', path, { body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name } } });
+    await watching;
+    expect(seen).toEqual([`ADDED ${name}`]);
+    const afterFirst = rest.connectionsOpened;
+    expect(afterFirst - before).toBeLessThanOrEqual(1); // the create ran beside the watch
+    // Another watch and a request after it: no new connection.
+    await rest.watch(path, { resourceVersion: list.metadata.resourceVersion, timeoutSeconds: 1, fieldSelector: `metadata.name=${name}` }, () => undefined);
+    await rest.request('DELETE', `${path}/${name}`);
+    expect(rest.connectionsOpened).toBe(afterFirst);
+  });
+
+  it('ends a watch when its signal aborts, and rejects an error answer with the server reason', async () => {
+    const controller = new AbortController();
+    const watching = rest.watch('/api/v1/namespaces/default/configmaps', {}, () => undefined, { signal: controller.signal });
+    controller.abort();
+    await expect(watching).resolves.toBeUndefined();
+    await expect(rest.watch('/api/v1/namespaces/default/nosuchthings', {}, () => undefined)).rejects.toMatchObject({ code: 404 });
+  });
 });

@@ -135,7 +135,7 @@ beforeAll(async () => {
   await installCrds(kc, [kind]);
   await installOperatorIdentity(kc, [kind], NS);
   // Our own watch of the CRs (as admin: exempt from the squeeze) records every Degraded=True it sees.
-  crWatch = new Informer<Resource>(kc, { apiVersion: `${kind.group}/${kind.version}`, kind: kind.kind, plural: kind.plural, namespace: NS }, (_t, cr) => {
+  crWatch = new Informer<Resource>({ apiVersion: `${kind.group}/${kind.version}`, kind: kind.kind, plural: kind.plural, namespace: NS }, (_t, cr) => {
     const degraded = cr.status?.conditions?.find((c) => c.type === 'Degraded');
     if (degraded?.status === 'True') {
       const seen = degradedSeen.get(cr.metadata!.name!) ?? new Set<string>();

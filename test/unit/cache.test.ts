@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { V1Deployment, V1Pod } from '@kubernetes/client-node';
-import { instanceIndex, ownerIndex, podChanged, podSummary, withoutManagedFields } from '../../operator/cache.js';
+import { deploymentChanged, instanceIndex, ownerIndex, podChanged, podSummary, withoutManagedFields } from '../../operator/cache.js';
 import { SAMPLE_KIND } from '../../operator/config.js';
 import { render } from '../../operator/render.js';
 import { RenderCache } from '../../operator/render-cache.js';
@@ -35,6 +35,37 @@ describe('cache trims and indexes', () => {
     expect(podChanged(s, podSummary({ ...pod, status: { conditions: [{ type: 'Ready', status: 'False' }] } }))).toBe(true);
     expect(podChanged(s, podSummary({ ...pod, metadata: { ...pod.metadata, deletionTimestamp: new Date() } }))).toBe(true);
     expect(podChanged(undefined, s)).toBe(true);
+  });
+
+  it('tells a Deployment change that reconcile reads from the controller\'s status ticks', () => {
+    const d: V1Deployment = {
+      apiVersion: 'apps/v1', kind: 'Deployment',
+      metadata: { name: 'a-deployment', namespace: 'ns', generation: 2, resourceVersion: '10', labels: { app: 'a' } },
+      spec: { replicas: 3, selector: { matchLabels: { app: 'a' } }, template: {} },
+      status: {
+        observedGeneration: 2, replicas: 3, updatedReplicas: 3, readyReplicas: 2, availableReplicas: 2,
+        conditions: [{ type: 'Progressing', status: 'True', reason: 'ReplicaSetUpdated', lastUpdateTime: new Date(1000) }],
+      },
+    };
+    const next = (change: (x: V1Deployment) => void): V1Deployment => {
+      const x = structuredClone(d);
+      x.metadata!.resourceVersion = '11';
+      change(x);
+      return x;
+    };
+    // Not read by reconcile: resourceVersion, availableReplicas, a condition's timestamps.
+    expect(deploymentChanged(d, next((x) => {
+      x.status!.availableReplicas = 3;
+      x.status!.conditions![0]!.lastUpdateTime = new Date(2000);
+    }))).toBe(false);
+    // Read: the status fields status shows, a new generation (any spec change), labels, a ReplicaFailure.
+    expect(deploymentChanged(d, next((x) => (x.status!.readyReplicas = 3)))).toBe(true);
+    expect(deploymentChanged(d, next((x) => (x.status!.observedGeneration = 3)))).toBe(true);
+    expect(deploymentChanged(d, next((x) => (x.metadata!.generation = 3)))).toBe(true);
+    expect(deploymentChanged(d, next((x) => (x.metadata!.labels = { app: 'b' })))).toBe(true);
+    expect(deploymentChanged(d, next((x) => x.status!.conditions!.push({ type: 'ReplicaFailure', status: 'True', reason: 'FailedCreate', message: 'quota' })))).toBe(true);
+    expect(deploymentChanged(d, next((x) => (x.metadata!.deletionTimestamp = new Date(3000))))).toBe(true);
+    expect(deploymentChanged(undefined, d)).toBe(true);
   });
 
   it('drops managedFields and indexes children by their controller uid', () => {
