@@ -39,6 +39,8 @@ export interface QueueOptions {
   retryQps?: number;
   /** @default 100 */
   retryBurst?: number;
+  /** The retry bucket's clock in ms (a test can hold it still). @default performance.now */
+  retryClock?: () => number;
 }
 
 /**
@@ -113,7 +115,7 @@ export class WorkQueue {
     if (!Number.isInteger(opts.workers) || opts.workers < 1) throw new Error(`WorkQueue: workers must be a positive integer, got ${opts.workers}`);
     this.baseDelayMs = opts.baseDelayMs ?? 5;
     this.maxDelayMs = opts.maxDelayMs ?? 1_000_000;
-    this.retryBucket = new TokenBucket(opts.retryQps ?? 10, opts.retryBurst ?? 100);
+    this.retryBucket = new TokenBucket(opts.retryQps ?? 10, opts.retryBurst ?? 100, opts.retryClock);
   }
 
   /** Keys waiting for a worker (not counting keys being processed or waiting for a delay). */
