@@ -155,6 +155,15 @@ export class WorkQueue {
     this.delayed.set(key, { at, timer });
   }
 
+  /**
+   * Forgets a key's failures (client-go's Forget): its next failure is retried after the base delay
+   * again. For an event that says a failure's cause may be gone, when that event can arrive a moment
+   * before the cause is (a Service's delete is watched before its NodePort is released).
+   */
+  forget(key: string): void {
+    this.failures.delete(key);
+  }
+
   /** Starts the workers; keys added earlier begin processing now. */
   start(): void {
     if (this.started || this.shuttingDown) return;

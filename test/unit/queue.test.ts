@@ -135,6 +135,25 @@ describe('WorkQueue', () => {
     expect(calls).toBe(7);
   });
 
+  it('forget() restarts a failing key\'s backoff from the base delay', async () => {
+    let failuresLeft = 4;
+    const retries: number[] = [];
+    const q = new WorkQueue(
+      async () => {
+        if (failuresLeft-- > 0) throw new Error('boom');
+      },
+      { workers: 1, baseDelayMs: 2, maxDelayMs: 1000 },
+      { onRetry: (_key, _failures, delayMs) => retries.push(delayMs) },
+    );
+    q.start();
+    q.add('k');
+    // Three failures in a row: 2, 4, 8 ms; then forgotten, the fourth waits the base delay again.
+    while (retries.length < 3) await new Promise((r) => setTimeout(r, 1));
+    q.forget('k');
+    await q.whenIdle();
+    expect(retries).toEqual([2, 4, 8, 2]);
+  });
+
   it('computes backoff as base * 2^failures capped at max', () => {
     expect(backoffDelay(0, 5, 1_000_000)).toBe(5);
     expect(backoffDelay(1, 5, 1_000_000)).toBe(10);
