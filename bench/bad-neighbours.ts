@@ -3,8 +3,11 @@
 // converge on its own (median of --repeat runs), then 50 bad CRs (half asking for a NodePort another CR
 // holds, so every apply fails; half whose Deployment name is taken by a Deployment they do not own), and
 // the same healthy-CR time measured right after the 50th bad one and again once all 50 are Degraded;
-// and, as the floor for "right after", right after 50 healthy CRs (the backlog any 50 creates leave).
-// The ratios divide by the "alone" time of the same run. Writes `badNeighbours` into
+// and, as the floor for "right after", right after 50 healthy CRs (the backlog any 50 creates leave),
+// and as the floor for "once Degraded", once those 50 healthy CRs converged (a cluster and caches as
+// full, nothing failing). The ratios divide by the "alone" time of the same run, and the bad figures
+// by their floors. It also counts the bad CRs' retries and the operator's requests while the
+// healthy CRs are measured once the bad ones are Degraded. Writes `badNeighbours` into
 // bench/results.json, leaving the N=1000 phases of `npm run bench` as they are.
 // Usage: npm run bench:bad-neighbours [-- --bad 50] [--repeat 5]
 import { type KubernetesObject, type V1Deployment } from '@kubernetes/client-node';
@@ -44,14 +47,29 @@ export interface BadNeighboursResult {
   /** Created right after 50 healthy CRs of size 0: the backlog any 50 creates leave in the queue. */
   readonly rightAfterGood: Timing;
   readonly rightAfterBad: Timing;
+  /**
+   * Created once the 50 healthy CRs converged: the floor for `afterBadDegraded`, with as many more
+   * objects in the cluster and caches as the bad ones add, none of them failing.
+   */
+  readonly afterGoodConverged: Timing[];
   readonly afterBadDegraded: Timing[];
   /**
    * Median (or the single figure) divided by the median alone figure; and right after the bad ones
    * divided by right after the good ones (what their being bad adds to the backlog of their creates).
    */
-  readonly ratios: { readonly rightAfterGood: Timing; readonly rightAfterBad: Timing; readonly afterBadDegraded: Timing; readonly rightAfterBadVsGood: Timing };
+  readonly ratios: {
+    readonly rightAfterGood: Timing; readonly rightAfterBad: Timing; readonly afterGoodConverged: Timing; readonly afterBadDegraded: Timing;
+    readonly rightAfterBadVsGood: Timing;
+    /** afterBadDegraded's median over afterGoodConverged's: what the 50 failing ones add once settled. */
+    readonly afterBadDegradedVsGood: Timing;
+  };
   /** Failed reconciles (all of them the bad CRs') from their creation to the end: bounded by the backoff. */
   readonly badReconcileErrors: number;
+  /**
+   * What went on while the healthy CRs of `afterBadDegraded` were measured: the bad CRs' failed
+   * reconciles (their retries), and the operator's requests by method (the healthy CRs' own included).
+   */
+  readonly duringAfterBadDegraded: { readonly badReconcileErrors: number; readonly requests: Record<string, number>; readonly seconds: number };
   readonly operatorExitCode: number | null;
 }
 
@@ -90,6 +108,15 @@ async function main(): Promise<void> {
       await waitFor('operator ready', async () => (await httpGet(`http://127.0.0.1:${port}/readyz`).catch(() => ({ status: 0 }))).status === 200, { timeoutMs: 60_000 });
       const errors = async () => (await httpGet(`http://127.0.0.1:${port}/metrics`)).body.split('\n')
         .filter((l) => l.startsWith('controller_runtime_reconcile_errors_total')).reduce((t, l) => t + Number(l.split(' ').pop()), 0);
+      /** The operator's requests so far by method (rest_client_requests_total summed over codes). */
+      const requests = async () => {
+        const out: Record<string, number> = {};
+        for (const l of (await httpGet(`http://127.0.0.1:${port}/metrics`)).body.split('\n')) {
+          const m = /^rest_client_requests_total\{.*method="([A-Z]+)".*\} ([0-9.e+]+)$/.exec(l);
+          if (m) out[m[1]!] = (out[m[1]!] ?? 0) + Number(m[2]);
+        }
+        return out;
+      };
       const crs = new Tracker<Resource>(rest, { apiVersion: CR_API, kind: kind.kind, plural: kind.plural, namespace: NS });
       const deployments = new Tracker<V1Deployment>(rest, { apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments', namespace: NS });
       await Promise.all([crs.start(), deployments.start()]);
@@ -112,6 +139,9 @@ async function main(): Promise<void> {
       const rightAfterGood = await healthy('right-after-good');
       await crs.waitFor(`${s.bad} good CRs converged`, s.bad, (r) => /^good-/.test(r.metadata?.name ?? '') &&
         r.status?.observedGeneration === r.metadata?.generation && r.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True', 300_000);
+      log(`bench: bad neighbours: the ${s.bad} healthy ones converged; a healthy CR again, ${s.repeat} times`);
+      const afterGoodConverged: Timing[] = [];
+      for (let i = 0; i < s.repeat; i++) afterGoodConverged.push(await healthy(`after-good-${i}`));
 
       // The bad ones: a NodePort held by another CR, and Deployment names taken by Deployments of someone else.
       const nodePort = 30_080;
@@ -135,7 +165,14 @@ async function main(): Promise<void> {
       await crs.waitFor(`${s.bad} bad CRs Degraded`, s.bad, (r) => /^(clash|taken)-/.test(r.metadata?.name ?? '') && degraded(r), 300_000);
       log(`bench: bad neighbours: all ${s.bad} Degraded; a healthy CR again, ${s.repeat} times`);
       const afterBadDegraded: Timing[] = [];
+      const [errorsBeforeAfter, requestsBeforeAfter, afterStarted] = [await errors(), await requests(), performance.now()];
       for (let i = 0; i < s.repeat; i++) afterBadDegraded.push(await healthy(`after-${i}`));
+      const requestsAfter = await requests();
+      const duringAfterBadDegraded = {
+        badReconcileErrors: (await errors()) - errorsBeforeAfter,
+        requests: Object.fromEntries(Object.entries(requestsAfter).map(([m, n]) => [m, n - (requestsBeforeAfter[m] ?? 0)]).filter(([, n]) => n !== 0)),
+        seconds: round((performance.now() - afterStarted) / 1000),
+      };
       const badReconcileErrors = (await errors()) - errorsBefore;
       crs.stop();
       deployments.stop();
@@ -152,12 +189,18 @@ async function main(): Promise<void> {
         alone,
         rightAfterGood,
         rightAfterBad,
+        afterGoodConverged,
         afterBadDegraded,
         ratios: {
-          rightAfterGood: ratio(rightAfterGood), rightAfterBad: ratio(rightAfterBad), afterBadDegraded: ratio(typical(afterBadDegraded)),
+          rightAfterGood: ratio(rightAfterGood), rightAfterBad: ratio(rightAfterBad), afterGoodConverged: ratio(typical(afterGoodConverged)), afterBadDegraded: ratio(typical(afterBadDegraded)),
           rightAfterBadVsGood: { converged: round(rightAfterBad.converged / rightAfterGood.converged), deployment: round(rightAfterBad.deployment / rightAfterGood.deployment) },
+          afterBadDegradedVsGood: {
+            converged: round(typical(afterBadDegraded).converged / typical(afterGoodConverged).converged),
+            deployment: round(typical(afterBadDegraded).deployment / typical(afterGoodConverged).deployment),
+          },
         },
         badReconcileErrors,
+        duringAfterBadDegraded,
       };
       child.kill('SIGTERM');
       exitCode = await exited;

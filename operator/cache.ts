@@ -1,4 +1,4 @@
-import { KubernetesObject, V1Deployment, V1Pod } from '@kubernetes/client-node';
+import { KubernetesObject, V1Deployment, V1Pod, V1Service } from '@kubernetes/client-node';
 import { ContainerApp } from 'cdk8s-appkind';
 import { Informer } from './informer.js';
 
@@ -52,6 +52,26 @@ export function ownerIndex(obj: KubernetesObject): string[] {
 export function instanceIndex(obj: KubernetesObject): string[] {
   const instance = obj.metadata?.labels?.[ContainerApp.INSTANCE_LABEL];
   return instance ? [`${obj.metadata?.namespace}/${instance}`] : [];
+}
+
+/** Index of CRs by the NodePort their spec asks for: the CRs a Service freeing that port may unblock. */
+export const NODE_PORT_INDEX = 'nodePort';
+
+export function nodePortIndex(obj: KubernetesObject & { spec?: { nodePort?: unknown } }): string[] {
+  const port = obj.spec?.nodePort;
+  return typeof port === 'number' ? [String(port)] : [];
+}
+
+/**
+ * The NodePorts a Service event gave up: all of a deleted Service's, those an update dropped.
+ * A CR asking for one of them may have been refused it ("provided port is already allocated").
+ */
+export function freedNodePorts(type: 'add' | 'update' | 'delete', obj: V1Service, old?: V1Service): number[] {
+  const ports = (s: V1Service | undefined) => (s?.spec?.ports ?? []).map((p) => p.nodePort).filter((p): p is number => typeof p === 'number');
+  if (type === 'add') return [];
+  if (type === 'delete') return ports(obj);
+  const kept = new Set(ports(obj));
+  return ports(old).filter((p) => !kept.has(p));
 }
 
 /** The object without managedFields, which the operator never reads and which is most of its size. */

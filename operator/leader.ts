@@ -193,20 +193,43 @@ export class LeaderElector {
         await this.sleep(Math.max(0, this.lastRenewMs + retryMs - Date.now()));
       } else {
         // A renewal failed before the deadline (an error answer): try again soon, until the deadline.
-        await this.sleep(Math.max(Math.min(retryMs, RETRY_RENEWAL_MS), throttledMs));
+        // A throttled one waits out the server's Retry-After, but never past the deadline: a leader
+        // sleeping through it would go on leading on a Lease that may have expired, and a standby
+        // take it meanwhile. At the deadline the next attempt steps down.
+        const untilDeadlineMs = Math.max(0, this.renewDeadlineMs() - Date.now());
+        await this.sleep(Math.min(Math.max(Math.min(retryMs, RETRY_RENEWAL_MS), throttledMs), untilDeadlineMs));
       }
     }
   }
 
-  /** One acquire-or-renew round and the leadership transitions it implies; true when it holds the Lease. */
+  /** When the leader must have renewed by (its last renewTime + the renew deadline), ms since epoch. */
+  private renewDeadlineMs(): number {
+    return this.lastRenewMs + this.opts.renewDeadlineSeconds * 1000;
+  }
+
+  /**
+   * One acquire-or-renew round and the leadership transitions it implies; true when it holds the Lease.
+   * The round is bounded by the renew deadline: at the deadline its requests are aborted (an answer
+   * not yet in is dropped, a throttled retry not yet sent is not sent), so a leader that steps down
+   * leaves no renewal of its own in flight to land afterwards.
+   */
   private async attempt(): Promise<boolean> {
-    const deadlineMs = this.leading ? this.lastRenewMs + this.opts.renewDeadlineSeconds * 1000 : Date.now() + this.opts.renewDeadlineSeconds * 1000;
+    const deadlineMs = this.leading ? this.renewDeadlineMs() : Date.now() + this.opts.renewDeadlineSeconds * 1000;
+    if (this.leading && Date.now() >= deadlineMs) {
+      this.lose(`could not renew within ${this.opts.renewDeadlineSeconds}s`);
+      return false;
+    }
     let outcome: { held: true; at: number } | { held: false; takenBy?: string };
     this.throttledForMs = undefined;
+    const abort = new AbortController();
+    const timeoutMs = Math.max(deadlineMs - Date.now(), 1);
+    const timer = setTimeout(() => abort.abort(new Error(`lease request timed out after ${timeoutMs} ms (the renew deadline)`)), timeoutMs);
     try {
-      outcome = await withTimeout(this.tryAcquireOrRenew(), Math.max(deadlineMs - Date.now(), 1), 'lease request');
+      outcome = await withTimeout(this.tryAcquireOrRenew(abort.signal), timeoutMs, 'lease request');
       this.throttledInARow = 0;
     } catch (e) {
+      // Whatever is still in flight (withTimeout gave up on it) goes no further.
+      abort.abort(new Error('lease request given up'));
       const code = statusOf(e);
       const retryAfterMs = apiFailure(e).retryAfterMs;
       if (retryAfterMs !== undefined) {
@@ -215,6 +238,8 @@ export class LeaderElector {
       } else if (code === 409) this.log.debug('lease update conflicted with another writer; retrying', {});
       else this.log.warn('lease request failed', { err: e, code });
       outcome = { held: false };
+    } finally {
+      clearTimeout(timer);
     }
     if (this.stopped) return false;
     if (outcome.held) {
@@ -239,7 +264,7 @@ export class LeaderElector {
   }
 
   /** Reads the Lease and claims or renews it when free, expired or ours. */
-  private async tryAcquireOrRenew(): Promise<{ held: true; at: number } | { held: false; takenBy?: string }> {
+  private async tryAcquireOrRenew(signal?: AbortSignal): Promise<{ held: true; at: number } | { held: false; takenBy?: string }> {
     const { name, namespace, identity } = this.opts;
     const nowMs = Date.now();
     const now = microTime(nowMs);
@@ -250,7 +275,7 @@ export class LeaderElector {
     const last = this.leading ? this.lastWritten : undefined;
     if (last) {
       try {
-        this.lastWritten = await this.request<V1Lease>('PUT', { ...last, spec: { ...last.spec, ...mine } });
+        this.lastWritten = await this.request<V1Lease>('PUT', { ...last, spec: { ...last.spec, ...mine } }, signal);
         return { held: true, at: nowMs };
       } catch (e) {
         if (statusOf(e) !== 409) throw e;
@@ -260,10 +285,10 @@ export class LeaderElector {
     }
     let lease: V1Lease;
     try {
-      lease = await this.request<V1Lease>('GET');
+      lease = await this.request<V1Lease>('GET', undefined, signal);
     } catch (e) {
       if (statusOf(e) !== 404) throw e;
-      this.lastWritten = await this.request<V1Lease>('POST', { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name, namespace }, spec: { ...mine, acquireTime: now, leaseTransitions: 0 } });
+      this.lastWritten = await this.request<V1Lease>('POST', { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name, namespace }, spec: { ...mine, acquireTime: now, leaseTransitions: 0 } }, signal);
       this.observe(identity);
       return { held: true, at: nowMs };
     }
@@ -285,7 +310,7 @@ export class LeaderElector {
       },
     };
     // metadata.resourceVersion from the read makes this a compare-and-swap: 409 if anyone wrote since.
-    this.lastWritten = await this.request<V1Lease>('PUT', body);
+    this.lastWritten = await this.request<V1Lease>('PUT', body, signal);
     if (takeover) this.log.info('took over the lease', { previousHolder: holder || undefined });
     this.observe(identity);
     return { held: true, at: nowMs };
@@ -301,10 +326,10 @@ export class LeaderElector {
   }
 
   /** GET or PUT the Lease, or POST it to the collection (the client's request hook counts them). */
-  private request<T = unknown>(method: 'GET' | 'PUT' | 'POST', body?: object): Promise<T> {
+  private request<T = unknown>(method: 'GET' | 'PUT' | 'POST', body?: object, signal?: AbortSignal): Promise<T> {
     const { name, namespace } = this.opts;
     const collection = `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/leases`;
-    return this.rest.request<T>(method, method === 'POST' ? collection : `${collection}/${encodeURIComponent(name)}`, { body });
+    return this.rest.request<T>(method, method === 'POST' ? collection : `${collection}/${encodeURIComponent(name)}`, { body, signal });
   }
 
   private sleep(ms: number): Promise<void> {

@@ -1,6 +1,6 @@
 import { KubeConfig, KubernetesObject, V1Deployment, V1Pod, V1Service } from '@kubernetes/client-node';
 import { AppKind, AppKindCrd, ContainerApp } from 'cdk8s-appkind';
-import { deploymentChanged, INSTANCE_INDEX, instanceIndex, OWNER_INDEX, ownerIndex, podChanged, podSummary, ResourceCache, withOwnManagedFields, withoutManagedFields } from './cache.js';
+import { deploymentChanged, freedNodePorts, INSTANCE_INDEX, instanceIndex, NODE_PORT_INDEX, nodePortIndex, OWNER_INDEX, ownerIndex, podChanged, podSummary, ResourceCache, withOwnManagedFields, withoutManagedFields } from './cache.js';
 import { EventRecorder } from './events.js';
 import { IndexFunc, Informer, InformerHandler, InformerSource } from './informer.js';
 import { Logger } from './log.js';
@@ -21,6 +21,7 @@ export class Operator {
   private readonly caches: ResourceCache<KubernetesObject>[] = [];
   private readonly kinds: Map<string, AppKind>;
   private readonly running = new Set<string>();
+  private readonly resources = new Map<string, ResourceCache<CachedResource>>();
   /** The one keep-alive client of the process: caches, reconciles, events and leader election share it. */
   readonly rest: RestClient;
 
@@ -40,9 +41,11 @@ export class Operator {
       return cache;
     };
 
-    const resources = new Map<string, ResourceCache<CachedResource>>();
+    const resources = this.resources;
     for (const kind of settings.kinds) {
-      resources.set(kind.kind, watch<CachedResource>({ apiVersion: AppKindCrd.apiVersionOf(kind), kind: kind.kind, plural: kind.plural }, (_t, cr) => this.enqueue(kind.kind, cr), { transform: withoutManagedFields }));
+      resources.set(kind.kind, watch<CachedResource>({ apiVersion: AppKindCrd.apiVersionOf(kind), kind: kind.kind, plural: kind.plural }, (_t, cr) => this.enqueue(kind.kind, cr), {
+        transform: withoutManagedFields, indexers: { [NODE_PORT_INDEX]: nodePortIndex },
+      }));
     }
     // Deployments and Services: every one in the watched namespaces (as controller-runtime's Owns()
     // does), so a name the cache lacks does not exist and the first apply needs no read; events of
@@ -54,7 +57,10 @@ export class Operator {
     const deployments = watch<V1Deployment>({ apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments' }, (type, o, old) => {
       if (type !== 'update' || deploymentChanged(old, o)) this.enqueueOwner(o);
     }, children);
-    const services = watch<V1Service>({ apiVersion: 'v1', kind: 'Service', plural: 'services' }, (_t, o) => this.enqueueOwner(o), children);
+    const services = watch<V1Service>({ apiVersion: 'v1', kind: 'Service', plural: 'services' }, (type, o, old) => {
+      this.enqueueOwner(o);
+      this.enqueueWaitingFor(freedNodePorts(type, o, old));
+    }, children);
     const pods = watch<V1Pod>({ apiVersion: 'v1', kind: 'Pod', plural: 'pods', labelSelector: CHILD_SELECTOR }, (type, o, old) => {
       if (type !== 'update' || podChanged(old, o)) this.enqueueByLabels(o);
     }, { transform: podSummary, indexers: { [INSTANCE_INDEX]: instanceIndex } });
@@ -69,7 +75,11 @@ export class Operator {
       pacer: new StatusPacer(settings.statusIntervalMs),
     });
     // One queue for all kinds; a key's first segment is its kind, the metrics' controller label.
-    this.queue = new WorkQueue((key) => this.run(key, reconciler), { workers: settings.workers }, queueHooks(metrics, 'appkind', (key) => key.split('/')[0]!));
+    // Failing CRs back off up to DEGRADED_RETRY_SECONDS: a cause that ends without an event the
+    // operator sees (a NodePort freed outside the watched namespaces, or by the API server's repair
+    // loop) is noticed at the next retry.
+    this.queue = new WorkQueue((key) => this.run(key, reconciler), { workers: settings.workers, maxDelayMs: settings.degradedRetrySeconds * 1000 },
+      queueHooks(metrics, 'appkind', (key) => key.split('/')[0]!));
   }
 
   /** Reconciles running right now (what a shutdown waits for). */
@@ -123,6 +133,25 @@ export class Operator {
     const owner = controllerOf(obj);
     const kind = owner && this.kinds.get(owner.kind);
     if (kind && owner.apiVersion === AppKindCrd.apiVersionOf(kind)) this.queue.add(resourceKey(kind.kind, obj.metadata!.namespace!, owner.name));
+  }
+
+  /**
+   * A Service gave up NodePorts (deleted, or changed to others): the Degraded CRs asking for one of
+   * them run now instead of at their next backoff retry, which may be a minute away; their backoff
+   * starts again from its base, since the port may be released a moment after the event is watched.
+   */
+  private enqueueWaitingFor(ports: number[]): void {
+    for (const port of ports) {
+      for (const [kind, cache] of this.resources) {
+        for (const cr of cache.byIndex(NODE_PORT_INDEX, String(port))) {
+          if (!cr.status?.conditions?.some((c) => c.type === 'Degraded' && c.status === 'True')) continue;
+          const key = resourceKey(kind, cr.metadata.namespace!, cr.metadata.name!);
+          this.log.debug('NodePort freed; retrying the CR asking for it', { key, nodePort: port });
+          this.queue.forget(key);
+          this.queue.add(key);
+        }
+      }
+    }
   }
 
   /** A pod belongs to the CR named by its instance label, of every kind whose app name it carries. */

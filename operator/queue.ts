@@ -39,6 +39,8 @@ export interface QueueOptions {
   retryQps?: number;
   /** @default 100 */
   retryBurst?: number;
+  /** The retry bucket's clock in ms (a test can hold it still). @default performance.now */
+  retryClock?: () => number;
 }
 
 /**
@@ -113,7 +115,7 @@ export class WorkQueue {
     if (!Number.isInteger(opts.workers) || opts.workers < 1) throw new Error(`WorkQueue: workers must be a positive integer, got ${opts.workers}`);
     this.baseDelayMs = opts.baseDelayMs ?? 5;
     this.maxDelayMs = opts.maxDelayMs ?? 1_000_000;
-    this.retryBucket = new TokenBucket(opts.retryQps ?? 10, opts.retryBurst ?? 100);
+    this.retryBucket = new TokenBucket(opts.retryQps ?? 10, opts.retryBurst ?? 100, opts.retryClock);
   }
 
   /** Keys waiting for a worker (not counting keys being processed or waiting for a delay). */
@@ -151,6 +153,15 @@ export class WorkQueue {
     // The queue never keeps the process alive by itself (watches and servers do).
     timer.unref();
     this.delayed.set(key, { at, timer });
+  }
+
+  /**
+   * Forgets a key's failures (client-go's Forget): its next failure is retried after the base delay
+   * again. For an event that says a failure's cause may be gone, when that event can arrive a moment
+   * before the cause is (a Service's delete is watched before its NodePort is released).
+   */
+  forget(key: string): void {
+    this.failures.delete(key);
   }
 
   /** Starts the workers; keys added earlier begin processing now. */

@@ -3,7 +3,27 @@ import { Agent as HttpsAgent, AgentOptions, request as httpsRequest, RequestOpti
 import { Agent as HttpAgent, OutgoingHttpHeaders, request as httpRequest } from 'node:http';
 import { BackoffOptions, isThrottled, parseRetryAfter, throttleDelayMs } from './throttle.js';
 
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
+/** Waits `ms`; an abort ends the wait at once, rejecting with the signal's reason. */
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', aborted);
+      resolve();
+    }, ms).unref();
+    function aborted(): void {
+      clearTimeout(timer);
+      reject(abortError(signal!));
+    }
+    if (signal?.aborted) aborted();
+    else signal?.addEventListener('abort', aborted, { once: true });
+  });
+}
+
+/** What a request given up through its signal rejects with. */
+function abortError(signal: AbortSignal): Error {
+  const reason: unknown = signal.reason;
+  return reason instanceof Error ? reason : new Error(`request aborted${reason === undefined ? '' : `: ${String(reason)}`}`);
+}
 
 /** The body as JSON; a plain-text body (`404 page not found`) as its message. */
 function parseJson(text: string): unknown {
@@ -48,6 +68,12 @@ export interface RequestOpts {
   readonly query?: Record<string, string | number | boolean | undefined>;
   readonly body?: unknown;
   readonly contentType?: string;
+  /**
+   * Gives the request up: an answer not yet in, or a throttled retry not yet sent, is dropped and the
+   * request rejects with the signal's reason. A leader's Lease renewal is bounded by its renew
+   * deadline so: no retry of it is sent after the leader stepped down.
+   */
+  readonly signal?: AbortSignal;
 }
 
 export const APPLY_PATCH = 'application/apply-patch+yaml';
@@ -159,13 +185,16 @@ export class RestClient {
     let resent = false;
     let reauthed = false;
     let throttledTimes = 0;
+    const signal = opts.signal;
     for (;;) {
+      if (signal?.aborted) throw abortError(signal);
       const creds = await this.auth(refresh);
       refresh = false;
       let sent: { code: number; text: string; retryAfter?: string };
       try {
-        sent = await this.send(url, method, path, body, opts.contentType, creds);
+        sent = await this.send(url, method, path, body, opts.contentType, creds, signal);
       } catch (e) {
+        if (signal?.aborted) throw abortError(signal);
         // A kept-alive socket the server closed meanwhile (an API server restart, an idle timeout)
         // fails on first use; the request never reached the server, so sending it again is safe.
         if ((e as { reused?: boolean }).reused && !resent) {
@@ -192,7 +221,7 @@ export class RestClient {
         this.throttle.onThrottled?.(method, code, delayMs);
         if (delayMs !== undefined) {
           throttledTimes++;
-          await sleep(delayMs);
+          await sleep(delayMs, signal);
           continue;
         }
       }
@@ -312,9 +341,10 @@ export class RestClient {
     });
   }
 
-  private send(url: URL, method: string, path: string, body: string | undefined, contentType: string | undefined, creds: Credentials): Promise<{ code: number; text: string; retryAfter?: string }> {
+  private send(url: URL, method: string, path: string, body: string | undefined, contentType: string | undefined, creds: Credentials, signal?: AbortSignal): Promise<{ code: number; text: string; retryAfter?: string }> {
     const options: RequestOptions = {
       method,
+      signal,
       agent: creds.agent,
       auth: creds.auth,
       headers: {

@@ -49,10 +49,22 @@ export interface OperatorSettings {
   readonly shutdownGraceSeconds: number;
   /** A watch silent for this long is restarted (relist). Env WATCH_STALE_SECONDS. @default 300 */
   readonly watchStaleSeconds: number;
+  /**
+   * Longest wait between two retries of a failing (Degraded) CR: retries back off from 5 ms,
+   * doubling, up to this. It bounds how long a CR stays Degraded after a cause that no watched
+   * object's event reports is gone: a NodePort held by a Service outside the watched namespaces, or
+   * left allocated by an API server cut off mid-write (its repair loop frees such a port at its third
+   * run, 6-9 minutes later). Env DEGRADED_RETRY_SECONDS. @default 60 (client-go's and
+   * controller-runtime's default cap, 1000 s, left such a CR Degraded up to 16 minutes after the port
+   * was free; each Degraded CR costs at most one reconcile a minute, and all retries together are
+   * held to 10 a second)
+   */
+  readonly degradedRetrySeconds: number;
 }
 
 export const DEFAULT_WORKERS = 8;
 export const DEFAULT_STATUS_INTERVAL_MS = 60_000;
+export const DEFAULT_DEGRADED_RETRY_SECONDS = 60;
 
 function intSetting(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
   const raw = env[name];
@@ -96,6 +108,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): OperatorSett
     identity: env.POD_NAME || undefined,
     shutdownGraceSeconds: intSetting(env, 'SHUTDOWN_GRACE_SECONDS', 20, 0, 3600),
     watchStaleSeconds: intSetting(env, 'WATCH_STALE_SECONDS', 300, 5, 86400),
+    degradedRetrySeconds: intSetting(env, 'DEGRADED_RETRY_SECONDS', DEFAULT_DEGRADED_RETRY_SECONDS, 1, 3600),
   };
   if (settings.renewDeadlineSeconds >= settings.leaseDurationSeconds) {
     throw new ConfigError(`RENEW_DEADLINE_SECONDS (${settings.renewDeadlineSeconds}) must be less than LEASE_DURATION_SECONDS (${settings.leaseDurationSeconds})`);

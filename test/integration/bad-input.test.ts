@@ -12,7 +12,7 @@ import { SAMPLE_KIND } from '../../operator/config.js';
 import { crdObjects } from '../../operator/crd-yaml.js';
 import { ApiError, RestClient } from '../../operator/rest.js';
 import { applyManifests } from '../../tools/controlplane/apply.js';
-import { createTestNamespace, crObject, eventually, freeStaticNodePorts, sharedCluster } from './cluster.js';
+import { createTestNamespace, crObject, eventually, FOREIGN_IMAGE, foreignDeployment, freeStaticNodePorts, sharedCluster } from './cluster.js';
 import { installCrds, installOperatorIdentity, OperatorProcess } from './operator-process.js';
 
 type Obj = KubernetesObject & { spec?: Record<string, unknown> };
@@ -127,14 +127,7 @@ describe('refused by the API server, with the field and the reason named', () =>
 
 describe('only the operator can tell: Degraded with the reason, an Event, nothing foreign touched', () => {
   test('a Deployment of the same name that the CR does not own is neither adopted nor overwritten', async () => {
-    const foreign = {
-      apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'squat-deployment', namespace: ns },
-      spec: {
-        replicas: 0, selector: { matchLabels: { app: 'squat' } },
-        template: { metadata: { labels: { app: 'squat' } }, spec: { containers: [{ name: 'c', image: 'example.com/theirs:1' }] } },
-      },
-    };
-    await rest.apply(foreign, 'someone-else');
+    await rest.apply(foreignDeployment(ns, 'squat-deployment'), 'someone-else');
     await rest.apply({ ...crRef('squat'), spec: { size: 2 } } as KubernetesObject, 'test-user');
     await eventually('squat Degraded', async () => (await condition('squat', 'Degraded'))?.status === 'True');
     const degraded = (await condition('squat', 'Degraded'))!;
@@ -144,7 +137,7 @@ describe('only the operator can tell: Degraded with the reason, an Event, nothin
     const live = (await rest.get<Deployment>(ref('apps/v1', 'Deployment', 'squat-deployment')))!;
     expect(live.metadata!.ownerReferences).toBeUndefined();
     expect(live.spec.replicas).toBe(0);
-    expect(live.spec.template.spec.containers.map((c) => c.image)).toEqual(['example.com/theirs:1']);
+    expect(live.spec.template.spec.containers.map((c) => c.image)).toEqual([FOREIGN_IMAGE]);
     expect(live.metadata!.managedFields?.map((m) => m.manager)).not.toContain('appkind-operator');
   });
 
@@ -174,13 +167,7 @@ describe('only the operator can tell: Degraded with the reason, an Event, nothin
     const clash = Array.from({ length: 25 }, (_, i) => `clash-${i}`);
     const taken = Array.from({ length: 25 }, (_, i) => `taken-${i}`);
     for (const name of taken) {
-      await rest.apply({
-        apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: `${name}-deployment`, namespace: ns },
-        spec: {
-          replicas: 0, selector: { matchLabels: { app: name } },
-          template: { metadata: { labels: { app: name } }, spec: { containers: [{ name: 'c', image: 'example.com/theirs:1' }] } },
-        },
-      } as KubernetesObject, 'someone-else');
+      await rest.apply(foreignDeployment(ns, `${name}-deployment`), 'someone-else');
     }
     const started = Date.now();
     for (let i = 0; i < 25; i++) {
@@ -305,6 +292,7 @@ describe('malformed operator settings stop the process at start, naming the sett
   test.each<[Record<string, string>, RegExp]>([
     [{ WORKERS: 'many' }, /WORKERS="many" is not an integer from 1 to 64/],
     [{ WORKERS: '0' }, /WORKERS="0" is not an integer from 1 to 64/],
+    [{ DEGRADED_RETRY_SECONDS: 'soon' }, /DEGRADED_RETRY_SECONDS="soon" is not an integer from 1 to 3600/],
     [{ LOG_LEVEL: 'loud' }, /LOG_LEVEL="loud" is not one of debug, info, warn, error/],
     [{ LEADER_ELECT: 'maybe' }, /LEADER_ELECT="maybe" is not a boolean/],
     [{ LEASE_DURATION_SECONDS: '10', RENEW_DEADLINE_SECONDS: '10' }, /RENEW_DEADLINE_SECONDS \(10\) must be less than LEASE_DURATION_SECONDS \(10\)/],

@@ -1,5 +1,5 @@
 // Test-file side of the shared control plane that global-setup.ts starts once per jest run.
-import { CoreV1Api, KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import { CoreV1Api, KubeConfig, type KubernetesObject, type V1Deployment } from '@kubernetes/client-node';
 import { AppKind, AppKindCrd } from 'cdk8s-appkind';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
@@ -93,3 +93,21 @@ export async function freeStaticNodePorts(kc: KubeConfig, count: number): Promis
 export function crObject(kind: AppKind, namespace: string, name: string, spec?: Record<string, unknown>): KubernetesObject & { spec?: Record<string, unknown> } {
   return { apiVersion: AppKindCrd.apiVersionOf(kind), kind: kind.kind, metadata: { name, namespace }, ...(spec ? { spec } : {}) };
 }
+
+/**
+ * A Deployment named `name` that no CR owns (someone else's, with none of our labels), scaled to 0:
+ * a CR whose Deployment would have this name must neither adopt nor overwrite it.
+ */
+export function foreignDeployment(namespace: string, name: string): V1Deployment & KubernetesObject {
+  const app = name.replace(/-deployment$/, '');
+  return {
+    apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name, namespace },
+    spec: {
+      replicas: 0, selector: { matchLabels: { app } },
+      template: { metadata: { labels: { app } }, spec: { containers: [{ name: 'c', image: FOREIGN_IMAGE }] } },
+    },
+  };
+}
+
+/** The image of foreignDeployment()'s Deployments. */
+export const FOREIGN_IMAGE = 'example.com/theirs:1';

@@ -14,8 +14,8 @@ import { CoreV1Api, V1Service, Watch } from '@kubernetes/client-node';
 import { SAMPLE_KIND } from '../../operator/config.js';
 import { RestClient } from '../../operator/rest.js';
 import { ControlPlane } from '../../tools/controlplane/controlplane.js';
-import { applyOp, converged as convergedModel, deleteOp as deleteCrOp, LoadModel, sleep } from './load.js';
-import { installCrds, installOperatorIdentity, OPERATOR_SA, OperatorProcess } from './operator-process.js';
+import { applyOp, converged as convergedModel, deleteOp as deleteCrOp, LoadModel, sleep, startLoadCluster } from './load.js';
+import { OperatorProcess } from './operator-process.js';
 
 const kind = SAMPLE_KIND;
 const N = Number(process.env.LOAD_CRS ?? 300);
@@ -109,14 +109,7 @@ function expectOperatorAlive(op: OperatorProcess): void {
 }
 
 beforeAll(async () => {
-  // With the scheduler and kwok: pods turn Ready on fake nodes, so status.nodes and Ready mean something.
-  cp = await ControlPlane.start({ scheduler: true, pods: 4 * N });
-  rest = new RestClient(cp.kubeConfig());
-  core = cp.kubeConfig().makeApiClient(CoreV1Api);
-  await core.createNamespace({ body: { metadata: { name: NS } } });
-  await installCrds(cp.kubeConfig(), [kind]);
-  await installOperatorIdentity(cp.kubeConfig(), [kind], NS);
-  kubeconfig = await cp.serviceAccountKubeconfig(NS, OPERATOR_SA);
+  ({ cp, rest, core, operatorKubeconfig: kubeconfig } = await startLoadCluster(kind, NS, 4 * N));
   operator = await startOperator();
 }, 120_000);
 

@@ -1,10 +1,13 @@
 // Leader election against the real control plane: two candidates on one Lease.
 import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
-import { CoordinationV1Api, KubeConfig, V1Lease, V1MicroTime, Watch } from '@kubernetes/client-node';
+import { CoordinationV1Api, KubeConfig, KubernetesObject, V1Lease, V1MicroTime, Watch } from '@kubernetes/client-node';
 import { AddressInfo, connect, createServer, Server, Socket } from 'node:net';
+import { SAMPLE_KIND } from '../../operator/config.js';
 import { LeaderCallbacks, LeaderElector } from '../../operator/leader.js';
 import { RestClient } from '../../operator/rest.js';
-import { createTestNamespace, eventually, sharedCluster } from './cluster.js';
+import { applyManifests } from '../../tools/controlplane/apply.js';
+import { createTestNamespace, eventually, sharedCluster, sharedServiceAccountKubeconfig } from './cluster.js';
+import { installOperatorIdentity, OPERATOR_SA } from './operator-process.js';
 
 const LEASE_DURATION = 3; // seconds; an integer, as the Lease field is
 const RENEW_DEADLINE = 2;
@@ -33,16 +36,16 @@ afterEach(() => {
 
 /**
  * A candidate on `lease` with its event log; `kubeConfig` lets a test route it through a proxy,
- * `leaseDurationSeconds` gives it a longer lease than the others'.
+ * `leaseDurationSeconds` gives it a longer lease than the others', `namespace` another namespace.
  */
-function candidate(identity: string, lease: string, opts: { kubeConfig?: KubeConfig; leaseDurationSeconds?: number } = {}) {
+function candidate(identity: string, lease: string, opts: { kubeConfig?: KubeConfig; leaseDurationSeconds?: number; namespace?: string } = {}) {
   const events: string[] = [];
   /** This host's clock when onStoppedLeading was called. */
   let stoppedAtMs: number | undefined;
   const rest = new RestClient(opts.kubeConfig ?? kc);
   clients.push(rest);
   const elector = new LeaderElector(rest, {
-    namespace,
+    namespace: opts.namespace ?? namespace,
     name: lease,
     identity,
     leaseDurationSeconds: opts.leaseDurationSeconds ?? LEASE_DURATION,
@@ -182,6 +185,137 @@ describe('LeaderElector on a real Lease', () => {
     expect(solo.elector.isLeader()).toBe(false);
     await solo.done;
     expect(solo.events).toEqual(['leader:candidate-solo', 'started', 'leader:intruder', 'stopped']);
+  });
+
+  describe('when API Priority and Fairness rejects the leader\'s renewals (429)', () => {
+    // The operator's ServiceAccount (with the bundle's RBAC: the Lease named after the operator) in a
+    // namespace of its own, and a flow schema sending its Lease requests to a priority level of no
+    // seats of its own (nominalConcurrencyShares 0, nothing borrowed), rejecting (429, with a
+    // Retry-After the client waits out and retries) whatever finds a request of that level executing.
+    // APF still runs one request of a level when none is (0 seats is not "never"), so a ballast
+    // identity of the same schema keeps one executing nearly always: LISTs of a few large ConfigMaps.
+    const LEASE = 'appkind-operator';
+    const BALLAST = 'lease-ballast';
+    const SQUEEZE = `appkind-lease-squeeze-${Date.now().toString(36)}`;
+    let squeezedNs: string;
+    let saKc: KubeConfig;
+    let ballastKc: KubeConfig;
+    const squeeze = (): KubernetesObject[] => [
+      {
+        apiVersion: 'flowcontrol.apiserver.k8s.io/v1', kind: 'PriorityLevelConfiguration', metadata: { name: SQUEEZE },
+        spec: { type: 'Limited', limited: { nominalConcurrencyShares: 0, lendablePercent: 0, borrowingLimitPercent: 0, limitResponse: { type: 'Reject' } } },
+      } as KubernetesObject,
+      {
+        apiVersion: 'flowcontrol.apiserver.k8s.io/v1', kind: 'FlowSchema', metadata: { name: SQUEEZE },
+        spec: {
+          priorityLevelConfiguration: { name: SQUEEZE },
+          matchingPrecedence: 40,
+          distinguisherMethod: { type: 'ByUser' },
+          rules: [{
+            subjects: [OPERATOR_SA, BALLAST].map((name) => ({ kind: 'ServiceAccount', serviceAccount: { name, namespace: squeezedNs } })),
+            resourceRules: [{ verbs: ['*'], apiGroups: ['', 'coordination.k8s.io'], resources: ['leases', 'configmaps'], namespaces: [squeezedNs] }],
+          }],
+        },
+      } as KubernetesObject,
+    ];
+    const unsqueeze = async (admin: RestClient) => {
+      for (const obj of squeeze().reverse()) await admin.delete(obj).catch(() => undefined);
+    };
+
+    beforeAll(async () => {
+      squeezedNs = await createTestNamespace(kc, 'lease429');
+      await installOperatorIdentity(kc, [SAMPLE_KIND], squeezedNs);
+      saKc = new KubeConfig();
+      saKc.loadFromFile(await sharedServiceAccountKubeconfig(squeezedNs, OPERATOR_SA));
+      await applyManifests(kc, [
+        { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: BALLAST, namespace: squeezedNs } },
+        { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: BALLAST, namespace: squeezedNs }, rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['list'] }] } as KubernetesObject,
+        {
+          apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: BALLAST, namespace: squeezedNs },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: BALLAST }, subjects: [{ kind: 'ServiceAccount', name: BALLAST, namespace: squeezedNs }],
+        } as KubernetesObject,
+        ...Array.from({ length: 8 }, (_, i) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `ballast-${i}`, namespace: squeezedNs }, data: { d: 'x'.repeat(900_000) } }) as KubernetesObject),
+      ]);
+      ballastKc = new KubeConfig();
+      ballastKc.loadFromFile(await sharedServiceAccountKubeconfig(squeezedNs, BALLAST));
+    });
+    afterAll(async () => {
+      const admin = new RestClient(kc);
+      await unsqueeze(admin);
+      admin.close();
+    });
+
+    it('steps down before its lease expires, sends no renewal afterwards, and a standby takes over only once it expired', async () => {
+      const admin = new RestClient(kc);
+      clients.push(admin);
+      const throttled: string[] = [];
+      const rest = new RestClient(saKc, undefined, { onThrottled: (method, code) => throttled.push(`${method} ${code}`) });
+      clients.push(rest);
+      // A lease well beyond the renew deadline, as in the cut-off test below: the margin lets a loaded
+      // process step down in time.
+      const leaseDuration = RENEW_DEADLINE + 8;
+      const opts = { namespace: squeezedNs, name: LEASE, leaseDurationSeconds: leaseDuration, renewDeadlineSeconds: RENEW_DEADLINE, retryPeriodSeconds: RETRY_PERIOD };
+      const leader = new LeaderElector(rest, { ...opts, identity: 'candidate-throttled' });
+      electors.push(leader);
+      let stoppedAt = 0;
+      const done = leader.run({ onStartedLeading: () => undefined, onStoppedLeading: () => void (stoppedAt = Date.now()) });
+      await eventually('the candidate leads', async () => leader.isLeader(), 20_000);
+
+      // Every state of the Lease (holder, renewTime), as a watch sees it.
+      const states: { holder?: string; renewTime: number; acquireTime: number; transitions?: number }[] = [];
+      const watch = await new Watch(kc).watch(`/apis/coordination.k8s.io/v1/namespaces/${squeezedNs}/leases`,
+        { fieldSelector: `metadata.name=${LEASE}` }, (_type: string, l: V1Lease) => {
+          states.push({
+            holder: l.spec?.holderIdentity, renewTime: new Date(l.spec!.renewTime!).getTime(),
+            acquireTime: new Date(l.spec!.acquireTime!).getTime(), transitions: l.spec?.leaseTransitions,
+          });
+        }, () => undefined);
+      const ballast = new RestClient(ballastKc, undefined, { retries: 0 });
+      clients.push(ballast);
+      let ballasting = true;
+      const ballastLoops = Array.from({ length: 4 }, async () => {
+        while (ballasting) {
+          await ballast.request('GET', `/api/v1/namespaces/${squeezedNs}/configmaps`).catch(() => undefined);
+          await sleep(1);
+        }
+      });
+      try {
+        await applyManifests(kc, squeeze());
+        await eventually('the leader steps down', async () => stoppedAt > 0, 60_000);
+        ballasting = false;
+        await Promise.all(ballastLoops);
+        await done;
+        expect(leader.isLeader()).toBe(false);
+        // Its renewals were throttled, not failing otherwise.
+        expect(throttled.length).toBeGreaterThan(0);
+        expect(new Set(throttled)).toEqual(new Set(['PUT 429']));
+        // Nothing of the leader's got through the squeeze: the Lease still holds its last renewal.
+        const atStop = (await leases.readNamespacedLease({ name: LEASE, namespace: squeezedNs })).spec!;
+        expect(atStop.holderIdentity).toBe('candidate-throttled');
+        const lastRenewal = new Date(atStop.renewTime!).getTime();
+        // It stopped leading while that renewal still held the lease for it (before anyone could take over).
+        expect(stoppedAt).toBeLessThan(lastRenewal + leaseDuration * 1000);
+
+        // The squeeze lifted: a throttled retry of the leader's still waiting out its Retry-After would
+        // be sent now and land (nobody else wrote the Lease, so its compare-and-swap would pass). The
+        // client's retries of one request wait about 1, 2 and 4 s: look for 10 s.
+        await unsqueeze(admin);
+        await sleep(10_000);
+        // An admin candidate: never squeezed.
+        const standby = candidate('candidate-standby', LEASE, { namespace: squeezedNs, leaseDurationSeconds: leaseDuration });
+        await eventually('the standby takes over', async () => standby.elector.isLeader(), 20_000);
+        await eventually('the watch sees the standby hold it', async () => states.at(-1)?.holder === 'candidate-standby', 10_000);
+        // No renewal of the stepped-down leader landed after its step-down.
+        expect(states.filter((st) => st.holder === 'candidate-throttled' && st.renewTime > lastRenewal)).toEqual([]);
+        // The standby acquired the Lease only after the leader's last renewal had expired.
+        const taken = states.at(-1)!;
+        expect(taken.acquireTime).toBeGreaterThanOrEqual(lastRenewal + leaseDuration * 1000);
+        expect(taken.transitions).toBe((atStop.leaseTransitions ?? 0) + 1);
+      } finally {
+        ballasting = false;
+        watch.abort();
+      }
+    }, 120_000);
   });
 
   describe('when the API server becomes unreachable', () => {

@@ -6,12 +6,39 @@ import { AppKind, ContainerApp } from 'cdk8s-appkind';
 import { CHILD_SELECTOR } from '../../operator/reconcile.js';
 import { render, type AppResource, type AppSpec } from '../../operator/render.js';
 import { ApiError, RestClient } from '../../operator/rest.js';
+import { ControlPlane } from '../../tools/controlplane/controlplane.js';
 import { crObject } from './cluster.js';
+import { installCrds, installOperatorIdentity, OPERATOR_SA } from './operator-process.js';
 
 type Condition = { type: string; status: string };
 export type LoadResource = AppResource & KubernetesObject & {
   status?: { nodes?: string[]; observedGeneration?: number; readyReplicas?: number; nodePort?: number; conditions?: Condition[] };
 };
+
+/** A control plane of a load test's own, ready for the operator: see startLoadCluster. */
+export interface LoadCluster {
+  readonly cp: ControlPlane;
+  /** Admin clients. */
+  readonly rest: RestClient;
+  readonly core: CoreV1Api;
+  /** The operator's ServiceAccount's kubeconfig (its RBAC as the install bundle gives it). */
+  readonly operatorKubeconfig: string;
+}
+
+/**
+ * Starts a control plane with the scheduler and kwok (pods turn Ready on fake nodes, so status.nodes
+ * and Ready mean something) for up to `pods` pods, and installs in it the namespace, the kind's CRD and
+ * the operator's identity.
+ */
+export async function startLoadCluster(kind: AppKind, namespace: string, pods: number): Promise<LoadCluster> {
+  const cp = await ControlPlane.start({ scheduler: true, pods });
+  const kc = cp.kubeConfig();
+  const core = kc.makeApiClient(CoreV1Api);
+  await core.createNamespace({ body: { metadata: { name: namespace } } });
+  await installCrds(kc, [kind]);
+  await installOperatorIdentity(kc, [kind], namespace);
+  return { cp, rest: new RestClient(kc), core, operatorKubeconfig: await cp.serviceAccountKubeconfig(namespace, OPERATOR_SA) };
+}
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 

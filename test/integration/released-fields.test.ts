@@ -70,6 +70,15 @@ describe('a field render() no longer gives is released', () => {
     // The log line is written after the apply returns, so it may reach us after the GET above saw the change.
     const line = await operator.waitForLog((l) => l.msg === 'applied drifted object' && String(l.object).includes('setting-deployment'));
     expect(line.field).toBe('released spec.template.spec.containers[k:{"name":"echoflask"}].securityContext.runAsUser');
+    // The apply made a new Deployment generation: the CR's status goes Ready=False at once and back to
+    // True only once the Deployment controller has observed it, as late as that controller gets CPU.
+    // The quiet period starts after that last status write, not a fixed time after the apply.
+    await eventually('the Deployment controller caught up and the CR says so', async () => {
+      const d = await deployment('setting');
+      const conditions = (await rest.get<Resource>(crRef('setting')))?.status?.conditions ?? [];
+      const is = (type: string, status: string) => conditions.find((c) => c.type === type)?.status === status;
+      return d?.status?.observedGeneration === d?.metadata?.generation && is('Ready', 'True') && is('Progressing', 'False');
+    });
     await expectNoWrites(10_000);
   }, 120_000);
 

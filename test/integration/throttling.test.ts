@@ -23,7 +23,7 @@ import { createLogger } from '../../operator/log.js';
 import { RestClient } from '../../operator/rest.js';
 import { applyManifests } from '../../tools/controlplane/apply.js';
 import { ControlPlane } from '../../tools/controlplane/controlplane.js';
-import { crObject } from './cluster.js';
+import { crObject, foreignDeployment } from './cluster.js';
 import { installCrds, installOperatorIdentity, metricValue, OPERATOR_SA, OperatorProcess } from './operator-process.js';
 
 type Condition = { type: string; status: string; reason: string; message: string };
@@ -145,13 +145,7 @@ beforeAll(async () => {
   await crWatch.start();
   // A Deployment of the failing CR's child name that it does not own, there before the operator's first
   // list (one created just before its CR could still be missing from a lagging cache, and be applied over).
-  await rest.apply({
-    apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: `${STUCK}-deployment`, namespace: NS },
-    spec: {
-      replicas: 0, selector: { matchLabels: { app: STUCK } },
-      template: { metadata: { labels: { app: STUCK } }, spec: { containers: [{ name: 'c', image: 'example.com/theirs:1' }] } },
-    },
-  } as KubernetesObject, 'someone-else');
+  await rest.apply(foreignDeployment(NS, `${STUCK}-deployment`), 'someone-else');
   // Squeezed from the start: the operator's first lists and watches are throttled too.
   await applyManifests(kc, squeeze());
   const kubeconfig = await cp.serviceAccountKubeconfig(NS, OPERATOR_SA);

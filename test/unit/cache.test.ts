@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { V1Deployment, V1Pod } from '@kubernetes/client-node';
-import { deploymentChanged, instanceIndex, ownerIndex, podChanged, podSummary, withoutManagedFields } from '../../operator/cache.js';
+import { V1Deployment, V1Pod, V1Service } from '@kubernetes/client-node';
+import { deploymentChanged, freedNodePorts, instanceIndex, nodePortIndex, ownerIndex, podChanged, podSummary, withoutManagedFields } from '../../operator/cache.js';
 import { SAMPLE_KIND } from '../../operator/config.js';
 import { render } from '../../operator/render.js';
 import { RenderCache } from '../../operator/render-cache.js';
@@ -76,6 +76,25 @@ describe('cache trims and indexes', () => {
     expect(d.metadata!.managedFields).toHaveLength(1); // the original is left alone
     expect(ownerIndex(trimmed)).toEqual(['cr1']);
     expect(ownerIndex({ metadata: { name: 'x' } })).toEqual([]);
+  });
+});
+
+describe('NodePorts a Service gives up', () => {
+  const svc = (...nodePorts: (number | undefined)[]): V1Service => ({ metadata: { name: 's' }, spec: { ports: nodePorts.map((nodePort, i) => ({ port: 80 + i, nodePort })) } });
+
+  it('are all of a deleted Service\'s, those an update dropped, none on add', () => {
+    expect(freedNodePorts('delete', svc(30001, 30002))).toEqual([30001, 30002]);
+    expect(freedNodePorts('update', svc(30003), svc(30001))).toEqual([30001]);
+    expect(freedNodePorts('update', svc(30001), svc(30001))).toEqual([]);
+    expect(freedNodePorts('update', svc(30001, 30005), svc(30001, undefined))).toEqual([]);
+    expect(freedNodePorts('add', svc(30001))).toEqual([]);
+    expect(freedNodePorts('delete', { metadata: { name: 'cluster-ip' }, spec: { ports: [{ port: 80 }] } })).toEqual([]);
+  });
+
+  it('index CRs by the NodePort their spec asks for', () => {
+    expect(nodePortIndex({ spec: { nodePort: 30080 } })).toEqual(['30080']);
+    expect(nodePortIndex({ spec: {} })).toEqual([]);
+    expect(nodePortIndex({})).toEqual([]);
   });
 });
 

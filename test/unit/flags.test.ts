@@ -11,6 +11,13 @@ describe('operator flags', () => {
     expect(settings).toMatchObject({ namespaces: ['a', 'b', 'c'], workers: 4, fieldManager: 'me', logLevel: 'debug' });
   });
 
+  test('DEGRADED_RETRY_SECONDS: 60 by default, from 1 to 3600, anything else names the setting', () => {
+    expect(loadSettings({}).degradedRetrySeconds).toBe(60);
+    expect(loadSettings({ DEGRADED_RETRY_SECONDS: '5' }).degradedRetrySeconds).toBe(5);
+    expect(() => loadSettings({ DEGRADED_RETRY_SECONDS: '0' })).toThrow(/DEGRADED_RETRY_SECONDS="0" is not an integer from 1 to 3600/);
+    expect(() => loadSettings({ DEGRADED_RETRY_SECONDS: '1.5' })).toThrow(ConfigError);
+  });
+
   test('no flags leave the environment as it is', () => {
     expect(applyFlags([], { WORKERS: '3' }).env).toEqual({ WORKERS: '3' });
   });
