@@ -59,9 +59,13 @@ describe('operator faults', () => {
     await applyEventually({ ...cr('after-apiserver'), spec: { size: 2 } } as KubernetesObject);
     await converge('after-apiserver', 2);
     expect(operator.child.exitCode).toBeNull();
-    const lines = operator.logs.slice(linesBefore).map((l) => l.msg);
     // Dropped watches resume from their resourceVersion; the restarted watch cache answers 410 for
-    // the ones older than its start, and those informers relist.
+    // the ones older than its start, and those informers relist. Waited for, not read once: an
+    // informer the new CR's convergence did not need may relist later, and log lines arrive over a pipe.
+    const logged = () => operator.logs.slice(linesBefore).map((l) => l.msg);
+    await eventually('the operator logged its watches resuming and relisting', async () =>
+      logged().includes('watch failed; resuming') && logged().includes('watch expired (410 Gone); relisting'), 30_000).catch(() => undefined);
+    const lines = logged();
     expect(lines).toContain('watch failed; resuming');
     expect(lines).toContain('watch expired (410 Gone); relisting');
   });
