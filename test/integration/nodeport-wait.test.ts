@@ -95,7 +95,8 @@ describe('a CR waiting for a NodePort', () => {
     const before = applyFailures(op, ns, 'near').length;
     await rest.delete(holder);
     await recovered(ns, 'near', port);
-    const freed = op.logs.find((l) => l.msg === 'NodePort freed; retrying the CR asking for it' && l.key === `${kind.kind}/${ns}/near`);
+    // Logged before the retry that recovered the CR, but stdout can reach us after the GET that saw it.
+    const freed = await op.waitForLog((l) => l.msg === 'NodePort freed; retrying the CR asking for it' && l.key === `${kind.kind}/${ns}/near`);
     expect(freed).toMatchObject({ nodePort: port });
     // Retried from the event: at most the few failures of a port released a moment after its
     // Service's delete is watched (the backoff starts again from 5 ms then: 10 failures span 2.5 s,
@@ -107,6 +108,6 @@ describe('a CR waiting for a NodePort', () => {
     await blockedOn(op, ns, 'next', other, 12);
     await rest.apply(foreignService(ns, 'mover', moved), 'test-user');
     await recovered(ns, 'next', other);
-    expect(op.logs.some((l) => l.msg === 'NodePort freed; retrying the CR asking for it' && l.key === `${kind.kind}/${ns}/next`)).toBe(true);
+    expect(await op.waitForLog((l) => l.msg === 'NodePort freed; retrying the CR asking for it' && l.key === `${kind.kind}/${ns}/next`)).toMatchObject({ nodePort: other });
   }, 300_000);
 });

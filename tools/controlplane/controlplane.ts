@@ -22,7 +22,7 @@ import {
 import { createFakeNodes, fakeNodeCount, fakeNodesReady } from './fake-node.js';
 import { ADMIN_USER, writeAdminTokenFile, writeAuditPolicy, writeKubeconfig, writeServiceAccountKeys } from './files.js';
 import { freePorts } from './ports.js';
-import { answers200, waitFor } from './readiness.js';
+import { answers200, httpGet, waitFor } from './readiness.js';
 import { requestServiceAccountToken, writeServiceAccountKubeconfig } from './serviceaccount.js';
 import { unwatchDir, watchDir } from './watchdog.js';
 
@@ -177,7 +177,13 @@ export class ControlPlane implements Stoppable {
 
   private waitForApiserver(): Promise<void> {
     const apiserver = this.component('kube-apiserver');
-    const check = (): Promise<boolean> => answers200(`${this.server}/readyz`, { ca: this.caPem, token: this.adminToken });
+    // Not answers200: a timeout then says what /readyz last answered (its failing checks) or why it
+    // could not be asked (refused, timed out), which is all a restart that never came back leaves.
+    const check = async (): Promise<boolean> => {
+      const { status, body } = await httpGet(`${this.server}/readyz`, { ca: this.caPem, token: this.adminToken });
+      if (status !== 200) throw new Error(`/readyz answered ${status}: ${body.trim().split('\n').filter((l) => !l.includes('] ok')).join('; ').slice(0, 500)}`);
+      return true;
+    };
     return waitFor('kube-apiserver /readyz', check, this.waitOpts([apiserver, this.component('etcd')]));
   }
 
