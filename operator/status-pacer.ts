@@ -71,5 +71,13 @@ export function urgent(current: Partial<AppStatus> | undefined, next: AppStatus)
     if (before.reason !== c.reason && !ROLLOUT_REASONS.has(c.reason)) return true;
     if (c.type === 'Degraded' && before.message !== c.message) return true;
   }
+  // A settled app's status is true to the cluster at once: pacing is for rollouts in progress. (Ready
+  // can be written before the pod cache has seen the last pod come or go; the list catching up after
+  // it is not progress to hold back.)
+  if (next.conditions.some((c) => c.type === 'Ready' && c.status === 'True') &&
+    (next.readyReplicas !== current.readyReplicas || next.replicas !== current.replicas || !sameList(next.nodes, current.nodes))) return true;
   return false;
 }
+
+const sameList = (a: readonly string[], b: readonly string[] | undefined): boolean =>
+  a.length === (b?.length ?? -1) && a.every((x, i) => x === b![i]);

@@ -25,6 +25,19 @@ describe('StatusPacer', () => {
     expect(urgent(first, status({ deployment: deployment(3, 0), failure: { reason: 'ApplyFailed', message: 'no' }, previous: first }))).toBe(true);
   });
 
+  it('writes at once a settled app\'s pod list catching up after Ready (the pod cache behind the Deployment\'s)', () => {
+    const readyTwoListed = status({ deployment: deployment(3, 3), pods: [pod('p1', true), pod('p2', true)], previous: first });
+    expect(readyTwoListed.conditions.find((c) => c.type === 'Ready')!.status).toBe('True');
+    expect(urgent(readyTwoListed, ready)).toBe(true);
+    const pacer = new StatusPacer(10_000, () => 1_000);
+    pacer.wrote('k');
+    expect(pacer.delayMs('k', readyTwoListed, ready)).toBe(0);
+    // Nothing changed: nothing to write, and not urgent either.
+    expect(urgent(ready, ready)).toBe(false);
+    // While not Ready, the pod list is progress and may wait.
+    expect(urgent(onePod, status({ deployment: deployment(3, 0), pods: [pod('p1', false), pod('p2', false)], previous: first }))).toBe(false);
+  });
+
   it('leaves a Progressing flip alone until Ready follows', () => {
     const rolledOutNotReady = status({ deployment: deployment(3, 1), pods: [pod('p1', true), pod('p2', false), pod('p3', false)], previous: first });
     expect(rolledOutNotReady.conditions.find((c) => c.type === 'Progressing')!.status).toBe('False');
