@@ -37,7 +37,30 @@ const rolloutKind = { ...kind, image: ROLLOUT_IMAGE };
 
 const log = (line: string) => void process.stderr.write(`${line}\n`);
 
+const USAGE = `Usage: npm run bench [-- options]
+  --n 1000[,300,...]  numbers of CRs, one run each (default 1000)
+  --growth            N = 100, 300 and 1000
+  --2500              add N = 2500
+  --size 2            replicas per CR at create (scaled +1 afterwards)
+  --concurrency 4     requests in flight
+  --edits 200         spec.size edits, one at a time, for the edit latency
+  --steady 60         seconds of steady state checked for writes
+  --no-rollout        skip the restart with a new default image (the longest phase)
+  --profile <dir>     operator --cpu-prof, kube-apiserver pprof and /metrics per phase into <dir>
+Writes bench/results.json and the README's table.`;
+
+const FLAGS_WITH_VALUE = ['--n', '--size', '--concurrency', '--edits', '--steady', '--profile'];
+const FLAGS = ['--growth', '--2500', '--no-rollout', '--help', '-h'];
+
 function args(argv: string[]) {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(`${USAGE}\n`);
+    process.exit(0);
+  }
+  for (let i = 0; i < argv.length; i++) {
+    if (FLAGS_WITH_VALUE.includes(argv[i]!)) i++;
+    else if (!FLAGS.includes(argv[i]!)) throw new Error(`bench: unknown argument ${argv[i]}\n${USAGE}`);
+  }
   const value = (flag: string) => {
     const i = argv.indexOf(flag);
     return i >= 0 ? argv[i + 1] : undefined;
