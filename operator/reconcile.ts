@@ -9,7 +9,7 @@ import { Logger } from './log.js';
 import { imagePolicyFailure } from './policy.js';
 import { HandlerResult } from './queue.js';
 import { RenderCache } from './render-cache.js';
-import { ApiError, RestClient } from './rest.js';
+import { isCreateOnlyRefusal, RestClient } from './rest.js';
 import { StatusPacer, urgent } from './status-pacer.js';
 import { throttleDelayMs, ThrottledError } from './throttle.js';
 import { AppStatus, computeStatus, podsRefusedEvent, ReconcileFailure, replicaFailureOf, statusEqual } from './status.js';
@@ -55,11 +55,6 @@ function nameConflict(obj: KubeObject, cr: CachedResource): ReconcileFailure {
     reason: 'NameConflict',
     message: `${describeObject(obj)} already exists and is not owned by ${cr.kind} ${cr.metadata.namespace}/${cr.metadata.name}; delete or rename it, or rename the ${cr.kind}`,
   };
-}
-
-/** The API server refused an apply because the body's `metadata.uid` is not the existing object's. */
-function uidRefused(e: unknown): boolean {
-  return e instanceof ApiError && e.code === 422 && /metadata\.uid/.test(e.message);
 }
 
 /** Queue key of a CR. */
@@ -189,21 +184,15 @@ export class Reconciler {
 
   /**
    * Applies `obj`, which the cache says does not exist, without touching an object of that name that
-   * does: resolves with the created object, or NameConflict when one not controlled by `cr` is there.
-   * The apply body carries `metadata.uid` (the CR's, which no child can have) as a precondition; the
-   * API server (test/integration/create-race.test.ts):
-   * - creates an absent object as without it (a create sets a uid of its own);
-   * - refuses to change an existing one, whose uid differs: 422 `metadata.uid: field is immutable`,
-   *   nothing written;
-   * - never records `metadata.uid` in managedFields: what our apply owns is as without it.
-   * A refusal can also be our own child, created by an earlier reconcile whose create the cache has
-   * not seen yet: read it, and apply as usual when the CR controls it.
+   * does (RestClient.apply's `createOnly`): resolves with the created object, or NameConflict when
+   * one not controlled by `cr` is there. A refusal can also be our own child, created by an earlier
+   * reconcile whose create the cache has not seen yet: read it, and apply as usual when `cr` controls it.
    */
   private async createOnly(obj: KubeObject, cr: CachedResource): Promise<{ created: KubernetesObject } | { failure: ReconcileFailure }> {
     try {
-      return { created: await this.deps.rest.apply({ ...obj, metadata: { ...obj.metadata, uid: cr.metadata.uid } }, this.deps.fieldManager) };
+      return { created: await this.deps.rest.apply(obj, this.deps.fieldManager, { createOnly: true }) };
     } catch (e) {
-      if (!uidRefused(e)) throw e;
+      if (!isCreateOnlyRefusal(e)) throw e;
     }
     const existing = await this.deps.rest.get(obj);
     // Deleted again since: the retry tries anew (only a create-only apply is safe here).

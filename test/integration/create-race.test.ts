@@ -1,5 +1,6 @@
 // A foreign object created a moment before its CR is reconciled, which the operator's caches have not
-// seen yet: the reconciler's first apply of a child the cache says is absent is create-only, so the
+// seen yet: the reconciler's first apply of a child the cache says is absent is create-only (a
+// resourceVersion precondition no object meets, see RestClient.apply), so the
 // foreign object is neither adopted nor overwritten, and the CR is Degraded NameConflict as when the
 // cache has seen it. Reproduced deterministically: a Reconciler over Deployment and Service caches that
 // listed the namespace and then stopped watching, against the real API server.
@@ -12,7 +13,7 @@ import { EventRecorder } from '../../operator/events.js';
 import { Informer, InformerSource } from '../../operator/informer.js';
 import { silentLogger } from '../../operator/log.js';
 import { CachedResource, controllerOf, Reconciler, ReconcileError, resourceKey } from '../../operator/reconcile.js';
-import { ApiError, RestClient } from '../../operator/rest.js';
+import { ApiError, isCreateOnlyRefusal, RestClient } from '../../operator/rest.js';
 import { createTestNamespace, crObject, eventually, FOREIGN_IMAGE, foreignDeployment, sharedCluster } from './cluster.js';
 import { installCrds } from './operator-process.js';
 
@@ -95,29 +96,38 @@ afterAll(() => {
   rest?.close();
 });
 
-describe('the API server on a server-side apply carrying metadata.uid (the create-only guard)', () => {
-  test('an absent object is created with a uid of its own, and metadata.uid is in no managedFields entry; an existing one is refused with 422 naming metadata.uid and left as it was', async () => {
-    const sentinel = '00000000-0000-0000-0000-00000000abcd';
-    const body = { ...foreignDeployment(ns, 'probe-deployment'), metadata: { name: 'probe-deployment', namespace: ns, uid: sentinel } };
-    const created = await rest.apply(body, MANAGER);
-    expect(created.metadata!.uid).toBeDefined();
-    expect(created.metadata!.uid).not.toBe(sentinel);
+describe('the API server on a create-only apply (the guard of a first apply)', () => {
+  test('absent: created, and what the apply owns is as without the guard; present: 409, left as it was', async () => {
+    const created = await rest.apply(foreignDeployment(ns, 'probe-deployment'), MANAGER, { createOnly: true });
     const entry = created.metadata!.managedFields!.find((m) => m.manager === MANAGER)!;
     expect(entry.operation).toBe('Apply');
-    expect(JSON.stringify(entry.fieldsV1)).not.toContain('uid');
+    // The same field set as a plain apply of the same body gives (no resourceVersion in it).
+    const plain = await rest.apply(foreignDeployment(ns, 'plain-deployment'), MANAGER);
+    expect(entry.fieldsV1).toEqual(plain.metadata!.managedFields!.find((m) => m.manager === MANAGER)!.fieldsV1);
     expect(JSON.stringify(entry.fieldsV1)).toContain('f:replicas');
 
-    // Existing: refused whatever the body changes, and nothing written.
-    const changed = { ...body, spec: { ...body.spec!, replicas: 3 } };
-    const err = await rest.apply(changed, 'another-manager').then(() => undefined, (e: unknown) => e);
+    // Present: refused whatever the body changes, for any manager, and nothing written.
+    const changed = { ...foreignDeployment(ns, 'probe-deployment'), spec: { ...foreignDeployment(ns, 'probe-deployment').spec!, replicas: 3 } };
+    const err = await rest.apply(changed, 'another-manager', { createOnly: true }).then(() => undefined, (e: unknown) => e);
     expect(err).toBeInstanceOf(ApiError);
-    expect((err as ApiError).code).toBe(422);
-    expect((err as ApiError).message).toMatch(/metadata\.uid: Invalid value: "00000000-0000-0000-0000-00000000abcd": field is immutable/);
+    expect((err as ApiError).code).toBe(409);
+    expect(isCreateOnlyRefusal(err)).toBe(true);
     const after = (await rest.get<V1Deployment>(deploymentRef('probe-deployment')))!;
     expect(after.metadata!.uid).toBe(created.metadata!.uid);
     expect(after.metadata!.generation).toBe(1);
     expect(after.spec!.replicas).toBe(0);
     expect(entriesOf(after, 'another-manager')).toEqual([]);
+    // Without the guard the same apply adopts the fields: what the guard is for.
+    await rest.apply(changed, 'another-manager');
+    expect((await rest.get<V1Deployment>(deploymentRef('probe-deployment')))!.spec!.replicas).toBe(3);
+  });
+
+  test('metadata.uid is no such guard: it asks for an existing object, and refuses to create one', async () => {
+    const body = { ...foreignDeployment(ns, 'uid-probe-deployment'), metadata: { name: 'uid-probe-deployment', namespace: ns, uid: '00000000-0000-0000-0000-00000000abcd' } };
+    const err = await rest.apply(body, MANAGER).then(() => undefined, (e: unknown) => e);
+    expect((err as ApiError).code).toBe(409);
+    expect((err as ApiError).message).toMatch(/uid mismatch: the provided object specified uid 00000000-0000-0000-0000-00000000abcd, and no existing object was found/);
+    expect(await rest.get(deploymentRef('uid-probe-deployment'))).toBeUndefined();
   });
 });
 
