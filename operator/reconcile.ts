@@ -9,7 +9,7 @@ import { Logger } from './log.js';
 import { imagePolicyFailure } from './policy.js';
 import { HandlerResult } from './queue.js';
 import { RenderCache } from './render-cache.js';
-import { RestClient } from './rest.js';
+import { isCreateOnlyRefusal, RestClient } from './rest.js';
 import { StatusPacer, urgent } from './status-pacer.js';
 import { throttleDelayMs, ThrottledError } from './throttle.js';
 import { AppStatus, computeStatus, podsRefusedEvent, ReconcileFailure, replicaFailureOf, statusEqual } from './status.js';
@@ -47,6 +47,14 @@ export interface ReconcilerDeps {
 /** Throws ThrottledError when the server throttled the request: no failure of the CR, only "later". */
 function throwIfThrottled(f: ApiFailure, what: string): void {
   if (f.retryAfterMs !== undefined) throw new ThrottledError(`${what}: throttled by the API server (HTTP ${f.code}): ${f.message}`, throttleDelayMs(0, f.retryAfterMs));
+}
+
+/** Degraded NameConflict: `obj`'s name is taken by an object `cr` does not control (never adopted or written). */
+function nameConflict(obj: KubeObject, cr: CachedResource): ReconcileFailure {
+  return {
+    reason: 'NameConflict',
+    message: `${describeObject(obj)} already exists and is not owned by ${cr.kind} ${cr.metadata.namespace}/${cr.metadata.name}; delete or rename it, or rename the ${cr.kind}`,
+  };
 }
 
 /** Queue key of a CR. */
@@ -147,20 +155,24 @@ export class Reconciler {
         return { reason: 'ReadFailed', message: `${describeObject(obj)}: ${f.message}` };
       }
     }
-    if (live && controllerOf(live)?.uid !== cr.metadata.uid) {
-      return {
-        reason: 'NameConflict',
-        message: `${describeObject(obj)} already exists and is not owned by ${cr.kind} ${cr.metadata.namespace}/${cr.metadata.name}; delete or rename it, or rename the ${cr.kind}`,
-      };
-    }
+    if (live && controllerOf(live)?.uid !== cr.metadata.uid) return nameConflict(obj, cr);
     // A changed or missing field, or one we own that render() no longer gives (released by the apply).
     const owned = appliedFieldsOf(live, this.deps.fieldManager);
     const released = owned && firstReleased(owned, obj);
     const drift = driftOf(obj, live) ?? (released ? `released ${released}` : undefined);
     if (!drift) return undefined;
     try {
-      fresh.set(obj.kind, await this.deps.rest.apply(obj, this.deps.fieldManager));
-      log.info(live ? 'applied drifted object' : 'created object', { object: describeObject(obj), field: live ? drift : undefined });
+      if (live || !cache) {
+        fresh.set(obj.kind, await this.deps.rest.apply(obj, this.deps.fieldManager));
+        log.info(live ? 'applied drifted object' : 'created object', { object: describeObject(obj), field: live ? drift : undefined });
+        return undefined;
+      }
+      // The cache says it does not exist, but the cache lags: someone else's object created a moment
+      // ago would be adopted and overwritten by a plain apply. Create-only, then.
+      const outcome = await this.createOnly(obj, cr);
+      if ('failure' in outcome) return outcome.failure;
+      fresh.set(obj.kind, outcome.created);
+      log.info('created object', { object: describeObject(obj) });
       return undefined;
     } catch (e) {
       const f = apiFailure(e);
@@ -168,6 +180,25 @@ export class Reconciler {
       log.warn('apply failed', { object: describeObject(obj), code: f.code, error: f.message });
       return { reason: 'ApplyFailed', message: `${describeObject(obj)}: ${f.message}` };
     }
+  }
+
+  /**
+   * Applies `obj`, which the cache says does not exist, without touching an object of that name that
+   * does (RestClient.apply's `createOnly`): resolves with the created object, or NameConflict when
+   * one not controlled by `cr` is there. A refusal can also be our own child, created by an earlier
+   * reconcile whose create the cache has not seen yet: read it, and apply as usual when `cr` controls it.
+   */
+  private async createOnly(obj: KubeObject, cr: CachedResource): Promise<{ created: KubernetesObject } | { failure: ReconcileFailure }> {
+    try {
+      return { created: await this.deps.rest.apply(obj, this.deps.fieldManager, { createOnly: true }) };
+    } catch (e) {
+      if (!isCreateOnlyRefusal(e)) throw e;
+    }
+    const existing = await this.deps.rest.get(obj);
+    // Deleted again since: the retry tries anew (only a create-only apply is safe here).
+    if (!existing) return { failure: { reason: 'ApplyFailed', message: `${describeObject(obj)}: created and deleted again by someone else meanwhile` } };
+    if (controllerOf(existing)?.uid !== cr.metadata.uid) return { failure: nameConflict(obj, cr) };
+    return { created: await this.deps.rest.apply(obj, this.deps.fieldManager) };
   }
 
   /** Deletes children this CR controls that render() no longer returns. */

@@ -36,6 +36,14 @@ function parseJson(text: string): unknown {
 }
 
 /** A request the API server answered with an error Status. */
+/** The resourceVersion precondition of a create-only apply: no object has it. */
+const CREATE_ONLY_RESOURCE_VERSION = '1';
+
+/** A create-only apply (RestClient.apply's `createOnly`) found an object of that name and left it alone. */
+export function isCreateOnlyRefusal(e: unknown): boolean {
+  return e instanceof ApiError && e.code === 409 && /the object has been modified/.test(e.message);
+}
+
 export class ApiError extends Error {
   override readonly name = 'ApiError';
   constructor(
@@ -406,12 +414,21 @@ export class RestClient {
     }
   }
 
-  /** Server-side apply under `fieldManager`, taking over conflicting fields. */
-  async apply<T extends KubernetesObject>(obj: T, fieldManager: string): Promise<T> {
+  /**
+   * Server-side apply under `fieldManager`, taking over conflicting fields. `createOnly`: only when no
+   * object of that name exists; an existing one is left untouched and the apply fails with a 409
+   * that `isCreateOnlyRefusal` tells. The body then carries `metadata.resourceVersion` "1", a
+   * precondition no object meets (etcd's first write is revision 2), which the API server checks
+   * against an existing object ("the object has been modified") and ignores on a create; the
+   * managedFields never record it, so what the apply owns is as without it
+   * (test/integration/create-race.test.ts, on the real API server).
+   */
+  async apply<T extends KubernetesObject>(obj: T, fieldManager: string, opts: { createOnly?: boolean } = {}): Promise<T> {
     const body = { ...obj, metadata: { ...obj.metadata } };
     // managedFields and a stale resourceVersion in an apply body are rejected or cause conflicts.
     delete body.metadata.managedFields;
     delete body.metadata.resourceVersion;
+    if (opts.createOnly) body.metadata.resourceVersion = CREATE_ONLY_RESOURCE_VERSION;
     const path = await this.path(obj.apiVersion!, obj.kind!, obj.metadata?.namespace, obj.metadata?.name);
     return this.request<T>('PATCH', path, { body, contentType: APPLY_PATCH, query: { fieldManager, force: true } });
   }

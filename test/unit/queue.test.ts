@@ -359,6 +359,122 @@ describe('WorkQueue', () => {
     expect(depths.at(-1)).toBe(0);
   });
 
+  describe('event keys before failure retries', () => {
+    /** Waits (without asserting any time) until `done()`: for timers the queue set to fire. */
+    const until = async (done: () => boolean) => {
+      while (!done()) await new Promise((r) => setTimeout(r, 1));
+    };
+
+    /**
+     * A queue of one worker whose `bad-*` keys fail on their first run, `paced` asks to run again
+     * after 1 ms on its first, and `blocker` holds the worker until released: the retries' and the
+     * requeue's 1 ms timers fire while it runs, so they queue up behind it with what the test adds.
+     */
+    function setUp(opts: { retryMaxWaitMs?: number; retryClock?: () => number } = {}) {
+      const calls: string[] = [];
+      const ran = new Set<string>();
+      const gate = deferred();
+      const q = new WorkQueue(async (key) => {
+        calls.push(key);
+        const first = !ran.has(key);
+        ran.add(key);
+        if (key === 'blocker') await gate.promise;
+        if (key.startsWith('bad') && first) throw new Error('first run fails');
+        if (key === 'paced' && first) return { requeueAfterMs: 1 };
+        return undefined;
+      }, { workers: 1, baseDelayMs: 1, retryClock: () => 0, ...opts });
+      q.start();
+      return { q, calls, release: gate.resolve };
+    }
+
+    it('serves keys added by events before keys back from a failure retry', async () => {
+      const { q, calls, release } = setUp();
+      q.add('bad-1');
+      q.add('bad-2');
+      q.add('blocker');
+      await until(() => calls.includes('blocker') && q.depth === 2); // both retries queued behind the blocker
+      q.add('good-1');
+      q.add('good-2');
+      expect(q.depth).toBe(4);
+      release();
+      await q.whenIdle();
+      // One FIFO would run bad-1 and bad-2 (queued first) before good-1 and good-2.
+      expect(calls).toEqual(['bad-1', 'bad-2', 'blocker', 'good-1', 'good-2', 'bad-1', 'bad-2']);
+    });
+
+    it('promotes a waiting retry that an event adds again, and runs it once', async () => {
+      const { q, calls, release } = setUp();
+      q.add('bad-1');
+      q.add('bad-2');
+      q.add('bad-3');
+      q.add('blocker');
+      await until(() => calls.includes('blocker') && q.depth === 3);
+      q.add('good');
+      q.add('bad-3'); // moves up behind good; not queued twice
+      q.add('bad-3');
+      expect(q.depth).toBe(4);
+      release();
+      await q.whenIdle();
+      expect(calls).toEqual(['bad-1', 'bad-2', 'bad-3', 'blocker', 'good', 'bad-3', 'bad-1', 'bad-2']);
+    });
+
+    it('queues a handler\'s requeueAfterMs (status pacing) with the event keys, ahead of retries', async () => {
+      const { q, calls, release } = setUp();
+      q.add('bad'); // its retry timer (1 ms) is set first and fires first
+      q.add('paced');
+      q.add('blocker');
+      await until(() => calls.includes('blocker') && q.depth === 2);
+      release();
+      await q.whenIdle();
+      expect(calls).toEqual(['bad', 'paced', 'blocker', 'paced', 'bad']);
+    });
+
+    it('a retry waits behind a constant stream of events at most retryMaxWaitMs of its clock, then goes first', async () => {
+      let now = 0;
+      const calls: string[] = [];
+      let badFailed = false;
+      const q: WorkQueue = new WorkQueue(async (key) => {
+        calls.push(key);
+        if (key === 'bad' && !badFailed) {
+          badFailed = true;
+          throw new Error('first run fails');
+        }
+        if (!key.startsWith('event-')) return;
+        // A turn of timers: the retry's 1 ms timer, set before this one, has fired when this resumes.
+        await new Promise((r) => setTimeout(r, 2));
+        const n = Number(key.slice('event-'.length));
+        if (n === 5) now = 99; // short of the bound
+        if (n === 10) now = 100; // at the bound: the retry goes before event-11
+        if (n < 12) q.add(`event-${n + 1}`); // the stream: an event key always waits
+      }, { workers: 1, baseDelayMs: 1, retryMaxWaitMs: 100, retryClock: () => now });
+      q.start();
+      q.add('bad');
+      q.add('event-1');
+      await q.whenIdle();
+      const events = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => `event-${from + i}`);
+      expect(calls).toEqual(['bad', ...events(1, 10), 'bad', ...events(11, 12)]);
+    });
+
+    it('a success drops a pending retry also when it asks to run again later (no retry-tier run of a healthy key)', async () => {
+      let calls = 0;
+      const q = new WorkQueue(async () => {
+        calls++;
+        if (calls === 1) throw new Error('first run fails');
+        return calls === 2 ? { requeueAfterMs: 60_000 } : undefined;
+      }, { workers: 1, baseDelayMs: 20 });
+      q.start();
+      q.add('a');
+      await q.whenIdle({ ignoreDelayed: true }); // failed; its retry 20 ms away
+      q.add('a'); // runs at once (no timer turn since): succeeds and asks for a minute
+      await q.whenIdle({ ignoreDelayed: true });
+      expect(calls).toBe(2);
+      // A later timer than the retry's: had the retry been kept (the earlier of the two delays), it ran by now.
+      await new Promise((r) => setTimeout(r, 50));
+      expect(calls).toBe(2);
+      expect(await q.shutdown(1000)).toBe(true);
+    });
+  });
+
   it('rejects a worker count below one', () => {
     expect(() => new WorkQueue(async () => undefined, { workers: 0 })).toThrow(/workers/);
   });
