@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'build/', 'dist/', 'cdk.out/', 'coverage/', 'imports/', 'lib/build/', 'lib/dist/', '**/*.d.ts'] },
+  { ignores: ['node_modules/', 'bench/go-operator/', 'build/', 'dist/', 'cdk.out/', 'coverage/', 'imports/', 'lib/build/', 'lib/dist/', '**/*.d.ts'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

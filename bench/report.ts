@@ -34,6 +34,25 @@ export interface OperatorRun extends FloorRun {
   readonly exitCode?: number | null;
 }
 
+/**
+ * The controller-runtime (Go) reference operator (bench/go-operator/, `--go`), measured like the
+ * operator on its own fresh control plane: create and scale, its cost and its requests.
+ */
+export interface GoOperatorRun {
+  readonly createSeconds: number;
+  readonly scaleSeconds: number;
+  /** kube-apiserver CPU from the first create until every CR is scaled and converged. */
+  readonly apiserverCpuSeconds: number;
+  /** The Go operator's CPU over the same window. */
+  readonly cpuSeconds: number;
+  readonly rssMiB: { readonly idle: number; readonly peak: number };
+  readonly requests: { readonly create: RequestCounts; readonly scale: RequestCounts };
+  readonly statusPatchesPerCr: { readonly create: number; readonly scale: number };
+  /** The CR whose Deployment and Service were checked to be render()'s, field by field. */
+  readonly sameChildrenAs: string;
+  readonly workers: number;
+}
+
 /** The settings one bench command ran with. */
 export interface BenchSettings {
   readonly size: number;
@@ -57,8 +76,13 @@ export interface BenchRun {
   readonly loadAverage: { readonly start: number[]; readonly after: number[] };
   readonly floor: FloorRun;
   readonly operator: OperatorRun;
-  /** operator / floor of the same run. */
-  readonly ratios: { readonly create: number; readonly scale: number; readonly rollout?: number; readonly apiserverCpu: number };
+  /** With --go: the Go reference operator, after the operator. */
+  readonly goOperator?: GoOperatorRun;
+  /** operator / floor of the same run; `go`: Go operator / the same floor. */
+  readonly ratios: {
+    readonly create: number; readonly scale: number; readonly rollout?: number; readonly apiserverCpu: number;
+    readonly go?: { readonly create: number; readonly scale: number; readonly apiserverCpu: number };
+  };
 }
 
 export interface BenchResults {
@@ -101,6 +125,23 @@ export function table(r: BenchResults): string {
     lines.push(`| ${n} | ${f.apiserverCpuSeconds} s / ${o.apiserverCpuSeconds} s | **${run.ratios.apiserverCpu}** | ${o.cpuSeconds} s; ${o.cpuTotalSeconds} s | ${o.rssMiB.idle} / ${o.rssMiB.peak} MiB (${dash(o.heapUsedMiB, ' MiB')}) | ` +
       `${perCr(writes(f.requests.create), n)} / ${perCr(writes(o.requests.create), n)} | ${perCr(reads(o.requests.create), n)} | ${perCr(writes(f.requests.scale), n)} / ${perCr(writes(o.requests.scale), n)} |`);
   }
+  const withGo = r.runs.filter((run) => run.goOperator && run.ratios.go);
+  if (withGo.length > 0) {
+    lines.push(
+      '',
+      'Beside a controller-runtime (Go) operator (`--go`, [bench/go-operator](bench/go-operator/), 4 workers, the same objects and status), each ratio against the floor of the same run:',
+      '',
+      '| N | create: operator / Go (ratio to floor) | scale +1: operator / Go (ratio to floor) | kube-apiserver CPU: operator / Go (ratio to floor) | operator CPU: ours / Go | RSS peak: ours / Go | writes per CR created: ours / Go | status patches per CR, create / scale: ours / Go |',
+      '|---|---|---|---|---|---|---|---|',
+    );
+    for (const run of withGo) {
+      const { operator: o, goOperator: g, n } = run;
+      const go = run.ratios.go!;
+      lines.push(`| ${n} | ${o.createSeconds} s / ${g!.createSeconds} s (**${run.ratios.create}** / **${go.create}**) | ${o.scaleSeconds} s / ${g!.scaleSeconds} s (**${run.ratios.scale}** / **${go.scale}**) | ` +
+        `${o.apiserverCpuSeconds} s / ${g!.apiserverCpuSeconds} s (**${run.ratios.apiserverCpu}** / **${go.apiserverCpu}**) | ${o.cpuSeconds} s / ${g!.cpuSeconds} s | ${o.rssMiB.peak} / ${g!.rssMiB.peak} MiB | ` +
+        `${perCr(writes(o.requests.create), n)} / ${perCr(writes(g!.requests.create), n)} | ${o.statusPatchesPerCr.create} / ${o.statusPatchesPerCr.scale}; ${g!.statusPatchesPerCr.create} / ${g!.statusPatchesPerCr.scale} |`);
+    }
+  }
   lines.push(
     '',
     '| N | run (UTC) | command | code | load average before / after (1, 5, 15 min) | settings |',
@@ -110,7 +151,7 @@ export function table(r: BenchResults): string {
     const s = run.settings;
     lines.push(`| ${run.n} | ${run.date.slice(0, 16).replace('T', ' ')} | \`${run.command}\` | ${run.commit} | ${run.loadAverage.start.join(' ')} / ${run.loadAverage.after.join(' ')} | ` +
       `size ${s.size} scaled to ${s.size + 1}, ${s.concurrency} in flight, ${s.edits} edits, WORKERS=${s.operator.workers}, STATUS_INTERVAL_MS=${s.operator.statusIntervalMs}` +
-      `${s.rolloutImage ? `, rollout to ${s.rolloutImage}` : ', no rollout'} |`);
+      `${s.rolloutImage ? `, rollout to ${s.rolloutImage}` : ', no rollout'}${run.goOperator ? ', with --go' : ''} |`);
   }
   return lines.join('\n');
 }

@@ -5,14 +5,16 @@
 // every app by one. The operator run then measures edit latency, request counts (audit log) and a
 // steady state. Last, a kind-settings rollout: the operator restarted with a new default image
 // (floor: the same new objects applied straight). Ratios divide by the floor of the same run.
+// With --go, last, a controller-runtime (Go) reference operator (bench/go-operator/) on a third fresh
+// control plane, create and scale, checked to apply render()'s very objects.
 // Writes bench/results.json and the README table. Usage: npm run bench [-- --n 1000] [--growth]
-// [--2500] [--edits 200] [--steady 60] [--no-rollout] [--profile <dir>]
+// [--2500] [--edits 200] [--steady 60] [--no-rollout] [--go] [--profile <dir>]
 // The operator's own settings (WORKERS, STATUS_INTERVAL_MS) pass through from the environment.
 import { KubeConfig, type KubernetesObject, type V1Deployment } from '@kubernetes/client-node';
 import { execFileSync, spawn } from 'node:child_process';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { render } from '../operator/render.js';
+import { render, type AppResource } from '../operator/render.js';
 import { RestClient } from '../operator/rest.js';
 import { DEFAULT_STATUS_INTERVAL_MS, DEFAULT_WORKERS } from '../operator/settings.js';
 import type { AuditEvent } from '../tools/controlplane/audit.js';
@@ -20,7 +22,9 @@ import { ControlPlane } from '../tools/controlplane/controlplane.js';
 import { httpGet, waitFor } from '../tools/controlplane/readiness.js';
 import { cpuMeter, memoryMiB } from './proc.js';
 import { ApiserverRecorder } from './profile.js';
-import { BenchRun, BenchSettings, FloorRun, OperatorRun, table, writeResults } from './report.js';
+import { checkSameChildren, goOperatorBinary, startGoOperator } from './go-operator.js';
+import { BenchRun, BenchSettings, FloorRun, GoOperatorRun, OperatorRun, table, writeResults } from './report.js';
+import { freePort } from '../tools/controlplane/ports.js';
 import { kind, NS, OPERATOR_NS, setUpOperator } from './operator-setup.js';
 import { Tracker } from './tracker.js';
 
@@ -46,11 +50,13 @@ const USAGE = `Usage: npm run bench [-- options]
   --edits 200         spec.size edits, one at a time, for the edit latency
   --steady 60         seconds of steady state checked for writes
   --no-rollout        skip the restart with a new default image (the longest phase)
+  --go                then a controller-runtime (Go) operator, 4 workers, on its own control plane
+                      (create and scale; bench/go-operator/, built once into ~/.cache/appkind/go-operator/)
   --profile <dir>     operator --cpu-prof, kube-apiserver pprof and /metrics per phase into <dir>
 Writes bench/results.json and the README's table.`;
 
 const FLAGS_WITH_VALUE = ['--n', '--size', '--concurrency', '--edits', '--steady', '--profile'];
-const FLAGS = ['--growth', '--2500', '--no-rollout', '--help', '-h'];
+const FLAGS = ['--growth', '--2500', '--no-rollout', '--go', '--help', '-h'];
 
 function args(argv: string[]) {
   if (argv.includes('--help') || argv.includes('-h')) {
@@ -80,7 +86,7 @@ function args(argv: string[]) {
   const profile = value('--profile');
   if (argv.includes('--profile') && !profile) throw new Error('bench: --profile needs a directory');
   // The rollout phase replaces every pod once more; --no-rollout skips it (the longest runs).
-  return { ns, ...settings, profile, rollout: !argv.includes('--no-rollout') };
+  return { ns, ...settings, profile, rollout: !argv.includes('--no-rollout'), go: argv.includes('--go') };
 }
 
 type Settings = ReturnType<typeof args>;
@@ -386,6 +392,72 @@ async function operatorRun(n: number, s: Settings, onExit: (code: number | null)
   }
 }
 
+/**
+ * The Go reference operator, as the operator's run measures it: its own fresh control plane, the
+ * same ServiceAccount and RBAC, N CRs created then scaled at the same concurrency, until converged
+ * by the same test; then its children of app-0 checked against render() (throws when they differ).
+ */
+async function goOperatorRun(n: number, s: Settings, binary: string): Promise<GoOperatorRun> {
+  const cp = await startControlPlane(n, s);
+  try {
+    const { rest, port, env } = await setUpOperator(cp);
+    const op = await startGoOperator(binary, kind, env, { metrics: port, health: await freePort() });
+    try {
+      const rssIdleMiB = memoryMiB(op.pid, 'VmRSS');
+      const crs = new Tracker<Resource>(rest, { apiVersion: CR_API, kind: kind.kind, plural: kind.plural, namespace: NS });
+      await crs.start();
+      const apiserverCpu = cpuMeter(cp.pids()['kube-apiserver']!);
+      const operatorCpu = cpuMeter(op.pid);
+      const at = () => new Date().toISOString();
+
+      log(`bench: Go operator N=${n}: create`);
+      const tCreateIso = at();
+      const tCreate = performance.now();
+      await pool(range(n), s.concurrency, (i) => rest.apply(crOf(i, s.size), 'bench'));
+      await crs.waitFor(`Go operator: ${n} CRs converged`, n, crConverged(s.size), 1_800_000);
+      const createSeconds = seconds(tCreate);
+
+      log(`bench: Go operator N=${n}: scale`);
+      const tScaleIso = at();
+      const tScale = performance.now();
+      const path = (i: number) => `/apis/${CR_API}/namespaces/${NS}/${kind.plural}/app-${i}`;
+      await pool(range(n), s.concurrency, (i) => rest.request('PATCH', path(i), { body: { spec: { size: s.size + 1 } }, contentType: 'application/merge-patch+json' }));
+      await crs.waitFor(`Go operator: ${n} CRs scaled`, n, crConverged(s.size + 1), 1_800_000);
+      const scaleSeconds = seconds(tScale);
+      const apiserverCpuSeconds = apiserverCpu();
+      const cpuSeconds = operatorCpu();
+      const tEndIso = at();
+      const rssPeakMiB = memoryMiB(op.pid, 'VmHWM');
+
+      // The comparison is only fair with the very same objects: app-0's children against render().
+      const cr0 = crs.list().find((r) => r.metadata?.name === 'app-0');
+      if (!cr0) throw new Error('bench --go: app-0 is not in the cache');
+      await checkSameChildren(rest, kind, cr0 as Resource & AppResource);
+      log(`bench: Go operator N=${n}: app-0's Deployment and Service are render()'s, field by field`);
+      crs.stop();
+      rest.close();
+
+      const audit = await cp.readAuditLog();
+      const create = requests(audit, OPERATOR_USER, tCreateIso, tScaleIso);
+      const scale = requests(audit, OPERATOR_USER, tScaleIso, tEndIso);
+      const statusPatches = (counts: Record<string, number>) => Math.round((counts[`patch ${kind.plural}/status`] ?? 0) / n * 100) / 100;
+      return {
+        createSeconds, scaleSeconds, apiserverCpuSeconds, cpuSeconds,
+        rssMiB: { idle: rssIdleMiB, peak: rssPeakMiB },
+        requests: { create, scale },
+        statusPatchesPerCr: { create: statusPatches(create), scale: statusPatches(scale) },
+        sameChildrenAs: 'app-0',
+        workers: 4,
+      };
+    } finally {
+      const code = await op.stop();
+      if (code !== 0) log(`bench: Go operator exited with ${code}`);
+    }
+  } finally {
+    await cp.stop();
+  }
+}
+
 let kubernetes = 'unknown';
 
 const loadAverage = () => loadavg().map((l) => Math.round(l * 100) / 100);
@@ -394,6 +466,8 @@ async function main(): Promise<void> {
   const s = args(process.argv.slice(2));
   // The compiled operator, as the image runs it (tsx would add its own memory to the figures).
   execFileSync(join(root, 'node_modules', '.bin', 'tsc'), ['-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
+  // Built (or found in the cache) before any control plane starts: a build does not load a run.
+  const goBinary = s.go ? goOperatorBinary(log) : undefined;
   const command = `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`;
   const commit = execFileSync('git', ['describe', '--always', '--dirty'], { cwd: root, encoding: 'utf8' }).trim();
   const settings: BenchSettings = {
@@ -416,16 +490,20 @@ async function main(): Promise<void> {
     log(`bench: floor N=${n}: create ${f.createSeconds} s, scale ${f.scaleSeconds} s, rollout ${f.rolloutSeconds ?? '-'} s`);
     const o = await operator(n, s);
     log(`bench: operator N=${n}: create ${o.createSeconds} s, scale ${o.scaleSeconds} s, rollout ${o.rollout?.seconds ?? '-'} s`);
+    const g = goBinary ? await goOperatorRun(n, s, goBinary) : undefined;
+    if (g) log(`bench: Go operator N=${n}: create ${g.createSeconds} s, scale ${g.scaleSeconds} s`);
     const ratio = (a: number, b: number) => Math.round((a / b) * 100) / 100;
     runs.push({
       n, date, command, commit, settings,
       loadAverage: { start, after: loadAverage() },
       floor: f,
       operator: o,
+      ...(g ? { goOperator: g } : {}),
       ratios: {
         create: ratio(o.createSeconds, f.createSeconds), scale: ratio(o.scaleSeconds, f.scaleSeconds),
         rollout: o.rollout && f.rolloutSeconds ? ratio(o.rollout.seconds, f.rolloutSeconds) : undefined,
         apiserverCpu: ratio(o.apiserverCpuSeconds, f.apiserverCpuSeconds),
+        ...(g ? { go: { create: ratio(g.createSeconds, f.createSeconds), scale: ratio(g.scaleSeconds, f.scaleSeconds), apiserverCpu: ratio(g.apiserverCpuSeconds, f.apiserverCpuSeconds) } } : {}),
       },
     });
     // Written after each N: a later N that fails keeps the finished ones.
