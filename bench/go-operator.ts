@@ -60,7 +60,7 @@ export async function startGoOperator(binary: string, kind: AppKind, env: NodeJS
     `--group=${kind.group}`, `--version=${kind.version}`, `--kind=${kind.kind}`, `--plural=${kind.plural}`,
     `--image=${kind.image}`, `--port=${kind.port}`, `--app-name=${kind.appName ?? kind.kind.toLowerCase()}`,
     `--metrics-bind-address=127.0.0.1:${ports.metrics}`, `--health-probe-bind-address=127.0.0.1:${ports.health}`,
-    '--workers=4', `--field-manager=${GO_FIELD_MANAGER}`,
+    '--workers=4', `--field-manager=${GO_FIELD_MANAGER}`, '--zap-log-level=error',
   ];
   const child = spawn(binary, args, { env, stdio: ['ignore', 'inherit', 'inherit'] });
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
@@ -69,7 +69,14 @@ export async function startGoOperator(binary: string, kind: AppKind, env: NodeJS
     return exited;
   };
   try {
-    await waitFor('Go operator ready', async () => (await httpGet(`http://127.0.0.1:${ports.health}/readyz`).catch(() => ({ status: 0 }))).status === 200, { timeoutMs: 120_000 });
+    let ready = false;
+    await Promise.race([
+      waitFor('Go operator ready', async () => (await httpGet(`http://127.0.0.1:${ports.health}/readyz`).catch(() => ({ status: 0 }))).status === 200, { timeoutMs: 120_000 })
+        .finally(() => (ready = true)),
+      exited.then((code) => {
+        if (!ready) throw new Error(`bench --go: the Go operator exited with ${code} before it was ready (its output is above)`);
+      }),
+    ]);
   } catch (e) {
     await stop();
     throw e;
@@ -79,21 +86,25 @@ export async function startGoOperator(binary: string, kind: AppKind, env: NodeJS
 
 type Json = unknown;
 
-/** Paths where `want` (every field it has) differs from `have`; arrays must match element by element. */
-function subsetDiff(want: Json, have: Json, path: string, out: string[]): void {
+/**
+ * Paths where `want` (every field it has) differs from `have`; arrays must match element by element.
+ * `zeroIsAbsent`: `want` is rendered, `have` the API server's answer, which leaves out a 0, false or
+ * "" that a non-pointer field of a Go object holds (minReadySeconds: 0, hostNetwork: false).
+ */
+function subsetDiff(want: Json, have: Json, path: string, out: string[], zeroIsAbsent = false): void {
   if (want !== null && typeof want === 'object' && !Array.isArray(want)) {
     if (have === null || typeof have !== 'object' || Array.isArray(have)) {
       out.push(`${path}: ${JSON.stringify(have)} instead of an object`);
       return;
     }
-    for (const [k, v] of Object.entries(want)) subsetDiff(v, (have as Record<string, Json>)[k], `${path}.${k}`, out);
+    for (const [k, v] of Object.entries(want)) subsetDiff(v, (have as Record<string, Json>)[k], `${path}.${k}`, out, zeroIsAbsent);
   } else if (Array.isArray(want)) {
     if (!Array.isArray(have) || have.length !== want.length) {
       out.push(`${path}: ${JSON.stringify(have)} instead of ${JSON.stringify(want)}`);
       return;
     }
-    want.forEach((v, i) => subsetDiff(v, have[i], `${path}[${i}]`, out));
-  } else if (want !== have) {
+    want.forEach((v, i) => subsetDiff(v, have[i], `${path}[${i}]`, out, zeroIsAbsent));
+  } else if (want !== have && !(zeroIsAbsent && have === undefined && (want === 0 || want === false || want === ''))) {
     out.push(`${path}: ${JSON.stringify(have)} instead of ${JSON.stringify(want)}`);
   }
 }
@@ -127,7 +138,7 @@ export async function checkSameChildren(rest: RestClient, kind: AppKind, cr: App
     const compared = (o: { metadata: Record<string, Json>; spec?: Json }) => ({ labels: o.metadata.labels, ownerReferences: o.metadata.ownerReferences, spec: o.spec });
     const rest_ = (o: Record<string, Json>) => Object.fromEntries(Object.entries(o).filter(([k]) => k !== 'metadata' && k !== 'apiVersion' && k !== 'kind'));
     const sub: string[] = [];
-    subsetDiff({ labels: want.metadata.labels, ownerReferences: [owner], ...rest_(want) }, { labels: live.metadata.labels, ownerReferences: live.metadata.ownerReferences, ...rest_(live) }, name, sub);
+    subsetDiff({ labels: want.metadata.labels, ownerReferences: [owner], ...rest_(want) }, { labels: live.metadata.labels, ownerReferences: live.metadata.ownerReferences, ...rest_(live) }, name, sub, true);
     problems.push(...sub);
     const dryRun = await rest.request<Record<string, Json> & { metadata: Record<string, Json> }>('PATCH', objectPath(want), {
       body: want, contentType: APPLY_PATCH, query: { fieldManager: GO_FIELD_MANAGER, force: true, dryRun: 'All' },

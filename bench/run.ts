@@ -431,10 +431,10 @@ async function goOperatorRun(n: number, s: Settings, binary: string): Promise<Go
 
       // The comparison is only fair with the very same objects: app-0's children against render().
       const cr0 = crs.list().find((r) => r.metadata?.name === 'app-0');
+      crs.stop();
       if (!cr0) throw new Error('bench --go: app-0 is not in the cache');
       await checkSameChildren(rest, kind, cr0 as Resource & AppResource);
       log(`bench: Go operator N=${n}: app-0's Deployment and Service are render()'s, field by field`);
-      crs.stop();
       rest.close();
 
       const audit = await cp.readAuditLog();
