@@ -16,8 +16,9 @@ export interface OperatorSettings {
   readonly workers: number;
   /**
    * Shortest time between two status writes of one CR while only pod counts change, and how long
-   * a new CR's first status waits for its rollout to complete (then one write says Ready); a new
-   * generation, condition flips (Ready, Degraded) and refusals are written at once.
+   * the first status of a new CR or of an edit (a new generation) waits for its rollout to complete
+   * (then one write says Ready); Degraded, refusals, a new NodePort and Ready flips of the same
+   * generation are written at once.
    * Env STATUS_INTERVAL_MS; 0 writes every change. @default 60000 (rollouts at N=300-1000 on
    * 2 cores take longer than 30 s: with 30 s every CR wrote progress every 30 s, which was most
    * of the operator's load on the API server; see the bench figures in README.md)

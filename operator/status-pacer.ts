@@ -1,19 +1,25 @@
 import { AppStatus, ROLLOUT_REASONS } from './status.js';
 
 /**
- * When to write a CR's status. A new observedGeneration, Ready or Degraded flipping and a new
- * refusal reason are written at once; changes in between (one more pod listed, one more ready) are
- * coalesced and written at most once per interval, counted from the last write, which is the start
- * of the rollout; each further progress write of the same rollout waits twice as long (up to
- * MAX_PROGRESS_INTERVAL_MS), so a long rollout of many CRs does not turn into a steady stream of
- * status writes. A new CR's first status is coalesced too, counted from when this process first
- * wanted to write it: an ordinary rollout that completes within the interval gets a single status
- * write, Ready=True (a CR without status is not Ready to `kubectl wait` either). The final status
- * is never delayed: it flips Ready.
+ * When to write a CR's status. Ready or Degraded flipping, a new refusal reason, a new NodePort and
+ * a settled app's pods changing are written at once; changes in between (one more pod listed, one
+ * more ready) are coalesced and written at most once per interval, counted from the last write,
+ * which is the start of the rollout; each further progress write of the same rollout waits twice as
+ * long (up to MAX_PROGRESS_INTERVAL_MS), so a long rollout of many CRs does not turn into a steady
+ * stream of status writes.
+ *
+ * The first status of a rollout is coalesced with its end: a new CR's first status, and the status
+ * of a new generation (an edit) whose rollout is ordinary, wait up to the interval, counted from
+ * when this process first wanted to write them. A rollout that completes within the interval gets
+ * a single status write, Ready=True of the new generation, instead of two (the generation at once,
+ * then Ready): a mass edit of N CRs saves N CR writes and 2N watch events. Meanwhile the CR shows
+ * its previous status, whose `observedGeneration` (and each condition's) says it is stale, which is
+ * what `kubectl wait --for=condition=Ready` checks; a CR without status is not Ready to it either.
+ * The final status is never delayed: it flips Ready.
  */
 export class StatusPacer {
   private readonly lastWrite = new Map<string, { at: number; progress: number }>();
-  /** CRs without any status yet: when their first status was computed. */
+  /** CRs whose rollout's first status waits: when it was first computed (a further edit meanwhile does not restart the wait). */
   private readonly firstWanted = new Map<string, number>();
 
   constructor(private readonly intervalMs: number, private readonly now: () => number = Date.now) {}
@@ -21,12 +27,13 @@ export class StatusPacer {
   /** 0 to write now, else how long to wait before this change may be written. */
   delayMs(key: string, current: Partial<AppStatus> | undefined, next: AppStatus): number {
     if (this.intervalMs <= 0) return 0;
-    if (!current?.conditions?.length) {
+    if (!current?.conditions?.length || ordinaryNewGeneration(current, next)) {
       if (news(next)) return 0;
       let since = this.firstWanted.get(key);
       if (since === undefined) this.firstWanted.set(key, (since = this.now()));
       return Math.max(0, since + this.intervalMs - this.now());
     }
+    this.firstWanted.delete(key);
     if (urgent(current, next)) return 0;
     const last = this.lastWrite.get(key);
     if (last === undefined) return 0; // not written by this process: no rollout to pace
@@ -58,6 +65,17 @@ export const MAX_PROGRESS_INTERVAL_MS = 600_000;
 function news(next: AppStatus): boolean {
   return next.conditions.some((c) => (c.type === 'Ready' && c.status === 'True') || (c.type === 'Degraded' && c.status === 'True') ||
     (c.type !== 'Degraded' && !ROLLOUT_REASONS.has(c.reason)));
+}
+
+/**
+ * A new generation whose status is only the start of an ordinary rollout: no failure before or now,
+ * no refusal, the same NodePort and selector (those are written at once). Its first status may wait
+ * for the rollout's end, as a new CR's does.
+ */
+function ordinaryNewGeneration(current: Partial<AppStatus>, next: AppStatus): boolean {
+  if (current.observedGeneration === next.observedGeneration) return false;
+  if (current.nodePort !== next.nodePort || current.selector !== next.selector) return false;
+  return !current.conditions?.some((c) => c.type === 'Degraded' && c.status === 'True');
 }
 
 /** A change a user or a tool waits for: never held back. */

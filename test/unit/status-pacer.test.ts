@@ -18,7 +18,7 @@ describe('StatusPacer', () => {
   const twoPods = status({ deployment: deployment(3, 1), pods: [pod('p1', true), pod('p2', false)], previous: first });
   const ready = status({ deployment: deployment(3, 3), pods: [pod('p1', true), pod('p2', true), pod('p3', true)], previous: first });
 
-  it('writes the first status, a new generation and a Ready flip at once', () => {
+  it('counts the first status, a new generation and a Ready flip as urgent (the pacing of a rollout starts over)', () => {
     expect(urgent(undefined, first)).toBe(true);
     expect(urgent(first, { ...first, observedGeneration: 2 })).toBe(true);
     expect(urgent(first, ready)).toBe(true);
@@ -123,5 +123,58 @@ describe('StatusPacer', () => {
     };
     expect(pacer.delayMs('c', undefined, status({ deployment: refused }))).toBe(0);
     expect(pacer.delayMs('d', undefined, status({ size: 0, deployment: deployment(0, 0) }))).toBe(0);
+  });
+
+  describe('a new generation (an edit)', () => {
+    // Converged at generation 1 (3 pods ready), then spec.size 3 -> 4: generation 2.
+    const converged = ready;
+    const edited = (over: Partial<StatusInput>): AppStatus => status({ size: 4, generation: 2, previous: converged, ...over });
+    const scaling = edited({ deployment: deployment(3, 3), pods: ready.nodes.map((n) => pod(n, true)) });
+    const scaled = edited({ deployment: deployment(4, 4), pods: ['p1', 'p2', 'p3', 'p4'].map((n) => pod(n, true)) });
+
+    it('holds its first status back while its rollout is ordinary, and writes its Ready at once', () => {
+      expect(scaling.observedGeneration).toBe(2);
+      expect(scaling.conditions.find((c) => c.type === 'Ready')!.status).toBe('False');
+      let now = 1_000;
+      const pacer = new StatusPacer(10_000, () => now);
+      pacer.wrote('k');
+      now = 50_000;
+      expect(pacer.delayMs('k', converged, scaling)).toBe(10_000);
+      now += 4_000;
+      // Counted from when it was first wanted; a further edit meanwhile does not restart the wait.
+      expect(pacer.delayMs('k', converged, { ...scaling, observedGeneration: 3 })).toBe(6_000);
+      expect(pacer.delayMs('k', converged, scaled)).toBe(0);
+      pacer.wrote('k', urgent(converged, scaled));
+      // The next edit waits a whole interval again.
+      now += 1_000;
+      expect(pacer.delayMs('k', scaled, { ...scaling, observedGeneration: 3 })).toBe(10_000);
+    });
+
+    it('writes it once the interval has passed, and paces the rest of the rollout from there', () => {
+      let now = 0;
+      const pacer = new StatusPacer(10_000, () => now);
+      expect(pacer.delayMs('k', converged, scaling)).toBe(10_000);
+      now = 10_000;
+      expect(pacer.delayMs('k', converged, scaling)).toBe(0);
+      pacer.wrote('k', urgent(converged, scaling));
+      now = 12_000;
+      const onMore = edited({ deployment: deployment(4, 3), pods: ['p1', 'p2', 'p3', 'p4'].map((n) => pod(n, n !== 'p4')) });
+      expect(pacer.delayMs('k', scaling, onMore)).toBe(8_000);
+    });
+
+    it('writes it at once when it is not an ordinary rollout: a failure before or now, a refusal, a new NodePort', () => {
+      const pacer = new StatusPacer(10_000, () => 1_000);
+      const degraded = status({ deployment: deployment(3, 3), failure: { reason: 'ApplyFailed', message: 'no' } });
+      expect(pacer.delayMs('a', degraded, scaling)).toBe(0);
+      expect(pacer.delayMs('b', converged, edited({ deployment: deployment(3, 3), failure: { reason: 'ApplyFailed', message: 'no' } }))).toBe(0);
+      const refused: V1Deployment = {
+        ...deployment(3, 3),
+        status: { ...deployment(3, 3).status, conditions: [{ type: 'ReplicaFailure', status: 'True', reason: 'FailedCreate', message: 'pods "a" is forbidden' }] },
+      };
+      expect(pacer.delayMs('c', converged, edited({ deployment: refused }))).toBe(0);
+      expect(pacer.delayMs('d', { ...converged, nodePort: 30001 }, { ...scaling, nodePort: 30002 })).toBe(0);
+      // The same edit with nothing of that kind waits.
+      expect(pacer.delayMs('e', converged, scaling)).toBe(10_000);
+    });
   });
 });
