@@ -63,6 +63,24 @@ export function nodePortIndex(obj: KubernetesObject & { spec?: { nodePort?: unkn
 }
 
 /**
+ * Index of CRs by the names their children take, `Deployment/<namespace>/<name>` and
+ * `Service/<namespace>/<name>`: the CR a deleted foreign object of that name kept Degraded NameConflict.
+ */
+export const CHILD_NAME_INDEX = 'childName';
+
+/** The CHILD_NAME_INDEX value of a child `kind` named `name` in `namespace`. */
+export function childNameKey(kind: string, namespace: string | undefined, name: string): string {
+  return `${kind}/${namespace ?? ''}/${name}`;
+}
+
+export function childNameIndex(obj: KubernetesObject): string[] {
+  const name = obj.metadata?.name;
+  if (!name) return [];
+  const names = ContainerApp.objectNames(name);
+  return [childNameKey('Deployment', obj.metadata?.namespace, names.deployment), childNameKey('Service', obj.metadata?.namespace, names.service)];
+}
+
+/**
  * The NodePorts a Service event gave up: all of a deleted Service's, those an update dropped.
  * A CR asking for one of them may have been refused it ("provided port is already allocated").
  */

@@ -1,8 +1,9 @@
 import { KubeConfig, KubernetesObject, V1Deployment, V1Pod, V1Service } from '@kubernetes/client-node';
 import { AppKind, AppKindCrd, ContainerApp } from 'cdk8s-appkind';
-import { deploymentChanged, freedNodePorts, INSTANCE_INDEX, instanceIndex, NODE_PORT_INDEX, nodePortIndex, OWNER_INDEX, ownerIndex, podChanged, podSummary, ResourceCache, withOwnManagedFields, withoutManagedFields } from './cache.js';
+import { CHILD_NAME_INDEX, childNameIndex, childNameKey, deploymentChanged, freedNodePorts, INSTANCE_INDEX, instanceIndex, NODE_PORT_INDEX, nodePortIndex, OWNER_INDEX, ownerIndex, podChanged, podSummary, ResourceCache, withOwnManagedFields, withoutManagedFields } from './cache.js';
 import { EventRecorder } from './events.js';
 import { IndexFunc, Informer, InformerHandler, InformerSource } from './informer.js';
+import { describeObject } from './kube.js';
 import { Logger } from './log.js';
 import { OperatorMetrics, queueHooks } from './metrics.js';
 import { HandlerResult, WorkQueue } from './queue.js';
@@ -44,7 +45,7 @@ export class Operator {
     const resources = this.resources;
     for (const kind of settings.kinds) {
       resources.set(kind.kind, watch<CachedResource>({ apiVersion: AppKindCrd.apiVersionOf(kind), kind: kind.kind, plural: kind.plural }, (_t, cr) => this.enqueue(kind.kind, cr), {
-        transform: withoutManagedFields, indexers: { [NODE_PORT_INDEX]: nodePortIndex },
+        transform: withoutManagedFields, indexers: { [NODE_PORT_INDEX]: nodePortIndex, [CHILD_NAME_INDEX]: childNameIndex },
       }));
     }
     // Deployments and Services: every one in the watched namespaces (as controller-runtime's Owns()
@@ -56,10 +57,12 @@ export class Operator {
     // Deployments: only changes reconcile would read enqueue their CR (not each status tick of the controller).
     const deployments = watch<V1Deployment>({ apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments' }, (type, o, old) => {
       if (type !== 'update' || deploymentChanged(old, o)) this.enqueueOwner(o);
+      if (type === 'delete') this.enqueueConflictingWith('Deployment', o);
     }, children);
     const services = watch<V1Service>({ apiVersion: 'v1', kind: 'Service', plural: 'services' }, (type, o, old) => {
       this.enqueueOwner(o);
       this.enqueueWaitingFor(freedNodePorts(type, o, old));
+      if (type === 'delete') this.enqueueConflictingWith('Service', o);
     }, children);
     const pods = watch<V1Pod>({ apiVersion: 'v1', kind: 'Pod', plural: 'pods', labelSelector: CHILD_SELECTOR }, (type, o, old) => {
       if (type !== 'update' || podChanged(old, o)) this.enqueueByLabels(o);
@@ -150,6 +153,27 @@ export class Operator {
           this.queue.forget(key);
           this.queue.add(key);
         }
+      }
+    }
+  }
+
+  /**
+   * A Deployment or Service was deleted: a CR whose child takes its name and did not own it was
+   * Degraded NameConflict because of it, and runs now instead of at its next backoff retry, which may
+   * be DEGRADED_RETRY_SECONDS away; its backoff starts again from its base. Its status is not looked
+   * at: a conflict written a moment ago may not be in the cache yet, and a CR that was not blocked
+   * costs one no-op reconcile.
+   */
+  private enqueueConflictingWith(kind: 'Deployment' | 'Service', obj: KubernetesObject): void {
+    const namespace = obj.metadata?.namespace;
+    const value = childNameKey(kind, namespace, obj.metadata!.name!);
+    for (const [crKind, cache] of this.resources) {
+      for (const cr of cache.byIndex(CHILD_NAME_INDEX, value)) {
+        if (controllerOf(obj)?.uid === cr.metadata.uid) continue; // its own child: enqueueOwner did
+        const key = resourceKey(crKind, cr.metadata.namespace!, cr.metadata.name!);
+        this.log.debug('conflicting object deleted; retrying the CR whose child takes its name', { key, object: describeObject({ ...obj, kind }) });
+        this.queue.forget(key);
+        this.queue.add(key);
       }
     }
   }

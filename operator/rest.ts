@@ -35,7 +35,6 @@ function parseJson(text: string): unknown {
   }
 }
 
-/** A request the API server answered with an error Status. */
 /** The resourceVersion precondition of a create-only apply: no object has it. */
 const CREATE_ONLY_RESOURCE_VERSION = '1';
 
@@ -44,6 +43,7 @@ export function isCreateOnlyRefusal(e: unknown): boolean {
   return e instanceof ApiError && e.code === 409 && /the object has been modified/.test(e.message);
 }
 
+/** A request the API server answered with an error Status. */
 export class ApiError extends Error {
   override readonly name = 'ApiError';
   constructor(

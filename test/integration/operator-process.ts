@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import { AppKind, OperatorBundle } from 'cdk8s-appkind';
 import { crdObjects } from '../../operator/crd-yaml.js';
 import { applyManifests } from '../../tools/controlplane/apply.js';
-import { sharedServiceAccountKubeconfig } from './cluster.js';
+import { RestClient } from '../../operator/rest.js';
+import { createTestNamespace, sharedCluster, sharedServiceAccountKubeconfig } from './cluster.js';
 
 const root = join(import.meta.dirname, '..', '..');
 export const OPERATOR_SA = 'appkind-operator';
@@ -30,6 +31,26 @@ export async function installOperatorIdentity(kc: KubeConfig, kinds: AppKind[], 
   new OperatorBundle(chart, 'op', { kinds, namespace, createNamespace: false, crds: false, watchNamespaces: [namespace] });
   const objects = (chart.toJson() as KubernetesObject[]).filter((o) => o.kind !== 'Deployment');
   await applyManifests(kc, objects);
+}
+
+/** What an operator test works with: the admin's clients, its own namespace and an operator serving it. */
+export interface OperatorTest {
+  readonly kc: KubeConfig;
+  readonly rest: RestClient;
+  readonly ns: string;
+  readonly operator: OperatorProcess;
+}
+
+/**
+ * A fresh namespace (`prefix`-...) with the kinds' CRDs, the bundle's ServiceAccount and RBAC for it,
+ * and an operator process serving it as that ServiceAccount with `env`.
+ */
+export async function startOperatorTest(prefix: string, kinds: AppKind[], env: Record<string, string> = {}): Promise<OperatorTest> {
+  const kc = sharedCluster().kubeConfig;
+  const ns = await createTestNamespace(kc, prefix);
+  await installCrds(kc, kinds);
+  await installOperatorIdentity(kc, kinds, ns);
+  return { kc, rest: new RestClient(kc), ns, operator: await OperatorProcess.start(ns, env) };
 }
 
 export class OperatorProcess {

@@ -3,11 +3,11 @@
 // a pod below its minimum, and the CR's Ready condition and a Warning Event carry the API server's
 // reason and message.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import { KubernetesObject } from '@kubernetes/client-node';
 import { SAMPLE_KIND } from '../../operator/config.js';
 import { RestClient } from '../../operator/rest.js';
-import { createTestNamespace, crObject, eventually, sharedCluster } from './cluster.js';
-import { installCrds, installOperatorIdentity, OperatorProcess } from './operator-process.js';
+import { crObject, eventually } from './cluster.js';
+import { OperatorProcess, startOperatorTest } from './operator-process.js';
 
 type Condition = { type: string; status: string; reason: string; message: string };
 type Resource = KubernetesObject & { status?: { conditions?: Condition[] } };
@@ -15,7 +15,6 @@ type Quota = KubernetesObject & { status?: { hard?: Record<string, string>; used
 type Event = KubernetesObject & { reason: string; message: string; type: string; involvedObject: { name: string; kind: string } };
 
 const kind = SAMPLE_KIND;
-let kc: KubeConfig;
 let rest: RestClient;
 let ns: string;
 let operator: OperatorProcess;
@@ -25,12 +24,7 @@ const ready = async (name: string) => (await rest.get<Resource>(crRef(name)))?.s
 const pods = async () => (await rest.list<KubernetesObject>('v1', 'Pod', ns)).items.filter((p) => !p.metadata?.deletionTimestamp);
 
 beforeAll(async () => {
-  kc = sharedCluster().kubeConfig;
-  rest = new RestClient(kc);
-  ns = await createTestNamespace(kc, 'refusals');
-  await installCrds(kc, [kind]);
-  await installOperatorIdentity(kc, [kind], ns);
-  operator = await OperatorProcess.start(ns, {});
+  ({ rest, ns, operator } = await startOperatorTest('refusals', [kind]));
 });
 
 afterAll(async () => {

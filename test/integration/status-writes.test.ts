@@ -6,8 +6,8 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { KubeConfig, KubernetesObject, Watch } from '@kubernetes/client-node';
 import { SAMPLE_KIND } from '../../operator/config.js';
 import { RestClient } from '../../operator/rest.js';
-import { createTestNamespace, crObject, eventually, readSharedAuditLog, sharedCluster } from './cluster.js';
-import { installCrds, installOperatorIdentity, OPERATOR_SA, OperatorProcess } from './operator-process.js';
+import { crObject, eventually, readSharedAuditLog, sharedCluster } from './cluster.js';
+import { OPERATOR_SA, OperatorProcess, startOperatorTest } from './operator-process.js';
 
 type Condition = { type: string; status: string; observedGeneration?: number };
 type Resource = KubernetesObject & { status?: { nodes?: string[]; observedGeneration?: number; conditions?: Condition[] } };
@@ -31,13 +31,8 @@ async function statusWrites(name: string, since: string): Promise<number> {
 }
 
 beforeAll(async () => {
-  kc = sharedCluster().kubeConfig;
-  rest = new RestClient(kc);
-  ns = await createTestNamespace(kc, 'statuswrites');
-  await installCrds(kc, [kind]);
-  await installOperatorIdentity(kc, [kind], ns);
   // The default STATUS_INTERVAL_MS (60 s): both rollouts below complete well within it.
-  operator = await OperatorProcess.start(ns, {});
+  ({ kc, rest, ns, operator } = await startOperatorTest('statuswrites', [kind]));
 });
 
 afterAll(async () => {

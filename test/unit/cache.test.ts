@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { V1Deployment, V1Pod, V1Service } from '@kubernetes/client-node';
-import { deploymentChanged, freedNodePorts, instanceIndex, nodePortIndex, ownerIndex, podChanged, podSummary, withoutManagedFields } from '../../operator/cache.js';
+import { childNameIndex, childNameKey, deploymentChanged, freedNodePorts, instanceIndex, nodePortIndex, ownerIndex, podChanged, podSummary, withoutManagedFields } from '../../operator/cache.js';
 import { SAMPLE_KIND } from '../../operator/config.js';
 import { render } from '../../operator/render.js';
 import { RenderCache } from '../../operator/render-cache.js';
@@ -95,6 +95,16 @@ describe('NodePorts a Service gives up', () => {
     expect(nodePortIndex({ spec: { nodePort: 30080 } })).toEqual(['30080']);
     expect(nodePortIndex({ spec: {} })).toEqual([]);
     expect(nodePortIndex({})).toEqual([]);
+  });
+});
+
+describe('child names a foreign object can take', () => {
+  it('index CRs by the names render() gives their Deployment and Service', () => {
+    const cr = { apiVersion: 'x/v1', kind: SAMPLE_KIND.kind, metadata: { name: 'web', namespace: 'ns' }, spec: { size: 1 } };
+    const names = render(SAMPLE_KIND, cr).map((o) => childNameKey(o.kind, 'ns', o.metadata.name)).sort();
+    expect(childNameIndex(cr).sort()).toEqual(names);
+    expect(names).toEqual(['Deployment/ns/web-deployment', 'Service/ns/web-svc']);
+    expect(childNameIndex({})).toEqual([]);
   });
 });
 
