@@ -55,11 +55,14 @@ export class Operator {
     // Children keep our own apply entry of managedFields: what we own, to release what render() stops giving.
     const children = { transform: withOwnManagedFields(settings.fieldManager), indexers: { [OWNER_INDEX]: ownerIndex } };
     // Deployments: only changes reconcile would read enqueue their CR (not each status tick of the controller).
+    // Any event of a child's name: the cache now has what the reconciler created (Reconciler.seen).
     const deployments = watch<V1Deployment>({ apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments' }, (type, o, old) => {
+      reconciler.seen('Deployment', o);
       if (type !== 'update' || deploymentChanged(old, o)) this.enqueueOwner(o);
       if (type === 'delete') this.enqueueConflictingWith('Deployment', o);
     }, children);
     const services = watch<V1Service>({ apiVersion: 'v1', kind: 'Service', plural: 'services' }, (type, o, old) => {
+      reconciler.seen('Service', o);
       this.enqueueOwner(o);
       this.enqueueWaitingFor(freedNodePorts(type, o, old));
       if (type === 'delete') this.enqueueConflictingWith('Service', o);

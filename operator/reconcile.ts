@@ -57,6 +57,11 @@ function nameConflict(obj: KubeObject, cr: CachedResource): ReconcileFailure {
   };
 }
 
+/** `kind/namespace/name` of a child. */
+function childKey(obj: KubernetesObject, kind = obj.kind): string {
+  return `${kind}/${obj.metadata?.namespace}/${obj.metadata?.name}`;
+}
+
 /** Queue key of a CR. */
 export function resourceKey(kind: string, namespace: string, name: string): string {
   return `${kind}/${namespace}/${name}`;
@@ -74,9 +79,23 @@ export function controllerOf(obj: KubernetesObject): V1OwnerReference | undefine
  */
 export class Reconciler {
   private readonly renders: RenderCache;
+  /**
+   * Children this process created that its caches have not shown yet, by `kind/namespace/name`, as
+   * the create returned them (client-go's "expectations"): a reconcile meanwhile (the Deployment's
+   * watch event often comes before the Service's) compares with that instead of creating again, which
+   * the create-only apply would refuse (a 409, a read and an apply). Dropped once the cache has the
+   * object, and at any watch event of that name (`seen`): then the cache knows better, also when the
+   * object was deleted before a reconcile looked.
+   */
+  private readonly created = new Map<string, KubernetesObject>();
 
   constructor(private readonly deps: ReconcilerDeps) {
     this.renders = deps.renders ?? new RenderCache();
+  }
+
+  /** A watch event (any type) of a Deployment or Service: what this process created of that name is no longer needed. */
+  seen(kind: 'Deployment' | 'Service', obj: KubernetesObject): void {
+    if (this.created.size > 0) this.created.delete(childKey(obj, kind));
   }
 
   /** Resolves with a delay when a coalesced status change still waits to be written. */
@@ -146,6 +165,10 @@ export class Reconciler {
   private async applyOne(obj: KubeObject, cr: CachedResource, fresh: Map<string, KubernetesObject>, log: Logger): Promise<ReconcileFailure | undefined> {
     const cache = this.cacheFor(obj.kind);
     let live = cache?.get(obj.metadata.namespace, obj.metadata.name);
+    if (cache && this.created.size > 0) {
+      if (live) this.created.delete(childKey(obj));
+      else live = this.created.get(childKey(obj));
+    }
     if (!cache) {
       try {
         live = await this.deps.rest.get(obj);
@@ -172,6 +195,7 @@ export class Reconciler {
       const outcome = await this.createOnly(obj, cr);
       if ('failure' in outcome) return outcome.failure;
       fresh.set(obj.kind, outcome.created);
+      this.created.set(childKey(obj), outcome.created);
       log.info('created object', { object: describeObject(obj) });
       return undefined;
     } catch (e) {

@@ -14,7 +14,7 @@ import { Informer, InformerSource } from '../../operator/informer.js';
 import { silentLogger } from '../../operator/log.js';
 import { CachedResource, controllerOf, Reconciler, ReconcileError, resourceKey } from '../../operator/reconcile.js';
 import { ApiError, isCreateOnlyRefusal, RestClient } from '../../operator/rest.js';
-import { createTestNamespace, crObject, eventually, FOREIGN_IMAGE, foreignDeployment, sharedCluster } from './cluster.js';
+import { createTestNamespace, crObject, eventually, FOREIGN_IMAGE, foreignDeployment, readSharedAuditLog, sharedCluster } from './cluster.js';
 import { installCrds } from './operator-process.js';
 
 type Condition = { type: string; status: string; reason: string; message: string };
@@ -167,12 +167,24 @@ describe('a foreign object the caches have not seen', () => {
     expect(degraded).toMatchObject({ status: 'True', reason: 'NameConflict' });
   });
 
-  test('its own child the caches have not seen (created by an earlier reconcile): applied as usual, no conflict, owned by our Apply entry', async () => {
+  test('its own child the caches have not seen: the same process compares with what it created and writes nothing; another process (its caches as far behind) applies as usual; no conflict, owned by our Apply entry', async () => {
     const { reconciler, crs } = await staleReconciler();
+    // Another process whose caches are as far behind (they too listed before the children existed).
+    const { reconciler: other, crs: otherCrs } = await staleReconciler();
     const own = await createCr(crs, 'own');
+    await eventually('own in the other CR cache', async () => otherCrs.get(ns, 'own')?.metadata.uid === own.metadata.uid);
+    const since = new Date().toISOString();
     expect(await reconcileFailure(reconciler, 'own')).toBeUndefined();
-    // Again with the same caches, which still lack both children.
+    // Again with the same caches, which still lack both children: what the creates returned stands in.
     expect(await reconcileFailure(reconciler, 'own')).toBeUndefined();
+    const childWrites = async () => (await readSharedAuditLog()).filter((e) => e.stageTimestamp > since && e.objectRef?.namespace === ns &&
+      ['own-deployment', 'own-svc'].includes(e.objectRef.name ?? '') && !e.objectRef.subresource && ['create', 'patch', 'update'].includes(e.verb))
+      .map((e) => `${e.verb} ${e.objectRef?.name} ${e.responseStatus?.code}`);
+    expect((await childWrites()).sort()).toEqual(['patch own-deployment 201', 'patch own-svc 201']);
+    // A process that did not create them (another replica after a failover, its caches behind): the
+    // create-only apply is refused, the read shows they are its CR's, and it applies as usual.
+    expect(await reconcileFailure(other, 'own')).toBeUndefined();
+    expect((await childWrites()).filter((w) => w.endsWith(' 409')).sort()).toEqual(['patch own-deployment 409', 'patch own-svc 409']);
     for (const ref of [deploymentRef('own-deployment'), serviceRef('own-svc')]) {
       const child = (await rest.get(ref))!;
       expect(controllerOf(child)?.uid).toBe(own.metadata.uid);
