@@ -148,15 +148,8 @@ export class Operator {
    */
   private enqueueWaitingFor(ports: number[]): void {
     for (const port of ports) {
-      for (const [kind, cache] of this.resources) {
-        for (const cr of cache.byIndex(NODE_PORT_INDEX, String(port))) {
-          if (!cr.status?.conditions?.some((c) => c.type === 'Degraded' && c.status === 'True')) continue;
-          const key = resourceKey(kind, cr.metadata.namespace!, cr.metadata.name!);
-          this.log.debug('NodePort freed; retrying the CR asking for it', { key, nodePort: port });
-          this.queue.forget(key);
-          this.queue.add(key);
-        }
-      }
+      this.retryNow(NODE_PORT_INDEX, String(port), (cr) => !!cr.status?.conditions?.some((c) => c.type === 'Degraded' && c.status === 'True'),
+        'NodePort freed; retrying the CR asking for it', { nodePort: port });
     }
   }
 
@@ -168,13 +161,22 @@ export class Operator {
    * costs one no-op reconcile.
    */
   private enqueueConflictingWith(kind: 'Deployment' | 'Service', obj: KubernetesObject): void {
-    const namespace = obj.metadata?.namespace;
-    const value = childNameKey(kind, namespace, obj.metadata!.name!);
-    for (const [crKind, cache] of this.resources) {
-      for (const cr of cache.byIndex(CHILD_NAME_INDEX, value)) {
-        if (controllerOf(obj)?.uid === cr.metadata.uid) continue; // its own child: enqueueOwner did
-        const key = resourceKey(crKind, cr.metadata.namespace!, cr.metadata.name!);
-        this.log.debug('conflicting object deleted; retrying the CR whose child takes its name', { key, object: describeObject({ ...obj, kind }) });
+    const owner = controllerOf(obj)?.uid;
+    this.retryNow(CHILD_NAME_INDEX, childNameKey(kind, obj.metadata?.namespace, obj.metadata!.name!),
+      (cr) => cr.metadata.uid !== owner, // its own child: enqueueOwner did
+      'conflicting object deleted; retrying the CR whose child takes its name', { object: describeObject({ ...obj, kind }) });
+  }
+
+  /**
+   * Runs at once, with its failures forgotten, every CR under `value` in the CR caches' `index` that
+   * `blocked` picks: an event says the cause of its failure may be gone.
+   */
+  private retryNow(index: string, value: string, blocked: (cr: CachedResource) => boolean, msg: string, fields: Record<string, unknown>): void {
+    for (const [kind, cache] of this.resources) {
+      for (const cr of cache.byIndex(index, value)) {
+        if (!blocked(cr)) continue;
+        const key = resourceKey(kind, cr.metadata.namespace!, cr.metadata.name!);
+        this.log.debug(msg, { key, ...fields });
         this.queue.forget(key);
         this.queue.add(key);
       }

@@ -2,7 +2,7 @@ import { KubernetesObject, V1Deployment, V1OwnerReference, V1Pod, V1Service } fr
 import { AppKind, ContainerApp } from 'cdk8s-appkind';
 import { AppResource, appPropsFor, KubeObject } from './render.js';
 import { appliedFieldsOf, drift as driftOf, firstReleased } from './apply.js';
-import { INSTANCE_INDEX, OWNER_INDEX, ResourceCache } from './cache.js';
+import { childNameKey, INSTANCE_INDEX, OWNER_INDEX, ResourceCache } from './cache.js';
 import { EventRecorder } from './events.js';
 import { apiFailure, ApiFailure, describeObject } from './kube.js';
 import { Logger } from './log.js';
@@ -57,11 +57,6 @@ function nameConflict(obj: KubeObject, cr: CachedResource): ReconcileFailure {
   };
 }
 
-/** `kind/namespace/name` of a child. */
-function childKey(obj: KubernetesObject, kind = obj.kind): string {
-  return `${kind}/${obj.metadata?.namespace}/${obj.metadata?.name}`;
-}
-
 /** Queue key of a CR. */
 export function resourceKey(kind: string, namespace: string, name: string): string {
   return `${kind}/${namespace}/${name}`;
@@ -80,7 +75,7 @@ export function controllerOf(obj: KubernetesObject): V1OwnerReference | undefine
 export class Reconciler {
   private readonly renders: RenderCache;
   /**
-   * Children this process created that its caches have not shown yet, by `kind/namespace/name`, as
+   * Children this process created that its caches have not shown yet, by `childNameKey`, as
    * the create returned them (client-go's "expectations"): a reconcile meanwhile (the Deployment's
    * watch event often comes before the Service's) compares with that instead of creating again, which
    * the create-only apply would refuse (a 409, a read and an apply). Dropped once the cache has the
@@ -95,7 +90,7 @@ export class Reconciler {
 
   /** A watch event (any type) of a Deployment or Service: what this process created of that name is no longer needed. */
   seen(kind: 'Deployment' | 'Service', obj: KubernetesObject): void {
-    if (this.created.size > 0) this.created.delete(childKey(obj, kind));
+    if (this.created.size > 0) this.created.delete(childNameKey(kind, obj.metadata?.namespace, obj.metadata!.name!));
   }
 
   /** Resolves with a delay when a coalesced status change still waits to be written. */
@@ -166,8 +161,9 @@ export class Reconciler {
     const cache = this.cacheFor(obj.kind);
     let live = cache?.get(obj.metadata.namespace, obj.metadata.name);
     if (cache && this.created.size > 0) {
-      if (live) this.created.delete(childKey(obj));
-      else live = this.created.get(childKey(obj));
+      const name = childNameKey(obj.kind, obj.metadata.namespace, obj.metadata.name);
+      if (live) this.created.delete(name);
+      else live = this.created.get(name);
     }
     if (!cache) {
       try {
@@ -195,7 +191,7 @@ export class Reconciler {
       const outcome = await this.createOnly(obj, cr);
       if ('failure' in outcome) return outcome.failure;
       fresh.set(obj.kind, outcome.created);
-      this.created.set(childKey(obj), outcome.created);
+      this.created.set(childNameKey(obj.kind, obj.metadata.namespace, obj.metadata.name), outcome.created);
       log.info('created object', { object: describeObject(obj) });
       return undefined;
     } catch (e) {
@@ -269,7 +265,7 @@ export class Reconciler {
     try {
       // A merge patch keeps fields it does not mention: null removes a NodePort that is gone.
       await this.deps.rest.patchStatus(cr, { ...status, nodePort: status.nodePort ?? null });
-      this.deps.pacer?.wrote(key, !cr.status?.conditions?.length || urgent(cr.status, status));
+      this.deps.pacer?.wrote(key, urgent(cr.status, status)); // urgent: also a first status
       log.info('status updated', { replicas: status.replicas, readyReplicas: status.readyReplicas, nodes: status.nodes.length, nodePort: status.nodePort });
       // Pods refused by admission (quota, Pod Security, LimitRange): say so where the CR's author looks.
       const refused = podsRefusedEvent(cr.status, status, replicaFailureOf(deployment));
