@@ -138,6 +138,37 @@ function requests(audit: AuditEvent[], user: string, from: string, to: string): 
   return Object.fromEntries(Object.entries(counts).sort(([a], [b]) => a.localeCompare(b)));
 }
 
+/** Status patches per CR in one phase's request counts. */
+const statusPatchesPerCr = (counts: Record<string, number>, n: number) => Math.round((counts[`patch ${kind.plural}/status`] ?? 0) / n * 100) / 100;
+
+/** app-i's spec.size patched as a user's edit (a merge patch). */
+function patchSize(rest: RestClient, i: number, size: number): Promise<unknown> {
+  return rest.request('PATCH', `/apis/${CR_API}/namespaces/${NS}/${kind.plural}/app-${i}`, { body: { spec: { size } }, contentType: 'application/merge-patch+json' });
+}
+
+/**
+ * What an operator's run (ours or the Go one, `who`) measures first: N CRs created, then each scaled
+ * by one, at the run's concurrency, each phase until every CR is converged; the phases' start times
+ * for the audit log. `recorder` (--profile) is told when the scale begins.
+ */
+async function createThenScale(who: string, n: number, s: Settings, rest: RestClient, crs: Tracker<Resource>, recorder?: ApiserverRecorder) {
+  const at = () => new Date().toISOString();
+  log(`bench: ${who} N=${n}: create`);
+  const tCreateIso = at();
+  const tCreate = performance.now();
+  await pool(range(n), s.concurrency, (i) => rest.apply(crOf(i, s.size), 'bench'));
+  await crs.waitFor(`${who}: ${n} CRs converged`, n, crConverged(s.size), 1_800_000);
+  const createSeconds = seconds(tCreate);
+
+  await recorder?.mark('scale');
+  log(`bench: ${who} N=${n}: scale`);
+  const tScaleIso = at();
+  const tScale = performance.now();
+  await pool(range(n), s.concurrency, (i) => patchSize(rest, i, s.size + 1));
+  await crs.waitFor(`${who}: ${n} CRs scaled`, n, crConverged(s.size + 1), 1_800_000);
+  return { tCreateIso, tScaleIso, createSeconds, scaleSeconds: seconds(tScale) };
+}
+
 const isWrite = (what: string) => /^(create|update|patch|delete|deletecollection) /.test(what);
 const sum = (counts: Record<string, number>, pick: (what: string) => boolean = () => true) =>
   Object.entries(counts).filter(([w]) => pick(w)).reduce((s, [, n]) => s + n, 0);
@@ -279,22 +310,7 @@ async function operatorRun(n: number, s: Settings, onExit: (code: number | null)
       const operatorCpu = cpuMeter(pid);
       const at = () => new Date().toISOString();
 
-      log(`bench: operator N=${n}: create`);
-      const tCreateIso = at();
-      const tCreate = performance.now();
-      await pool(range(n), s.concurrency, (i) => rest.apply(crOf(i, s.size), 'bench'));
-      await crs.waitFor(`operator: ${n} CRs converged`, n, crConverged(s.size), 1_800_000);
-      const createSeconds = seconds(tCreate);
-
-      await recorder?.mark('scale');
-      log(`bench: operator N=${n}: scale`);
-      const tScaleIso = at();
-      const tScale = performance.now();
-      const path = (i: number) => `/apis/${CR_API}/namespaces/${NS}/${kind.plural}/app-${i}`;
-      const patchSize = (i: number, size: number) => rest.request('PATCH', path(i), { body: { spec: { size } }, contentType: 'application/merge-patch+json' });
-      await pool(range(n), s.concurrency, (i) => patchSize(i, s.size + 1));
-      await crs.waitFor(`operator: ${n} CRs scaled`, n, crConverged(s.size + 1), 1_800_000);
-      const scaleSeconds = seconds(tScale);
+      const { tCreateIso, tScaleIso, createSeconds, scaleSeconds } = await createThenScale('operator', n, s, rest, crs, recorder);
       const apiserverCpuSeconds = apiserverCpu();
       const cpuSeconds = operatorCpu();
 
@@ -305,7 +321,7 @@ async function operatorRun(n: number, s: Settings, onExit: (code: number | null)
       for (const i of range(Math.min(s.edits, n))) {
         const name = `app-${i}-deployment`;
         const seen = deployments.next((d) => d.metadata?.name === name && d.spec?.replicas === s.size);
-        await patchSize(i, s.size);
+        await patchSize(rest, i, s.size);
         const answered = performance.now();
         latencies.push(Math.max(0, (await seen) - answered));
       }
@@ -367,7 +383,7 @@ async function operatorRun(n: number, s: Settings, onExit: (code: number | null)
       const create = requests(audit, OPERATOR_USER, tCreateIso, tScaleIso);
       const scale = requests(audit, OPERATOR_USER, tScaleIso, tEditsIso);
       const rolloutRequests = requests(audit, OPERATOR_USER, tRolloutIso, tRolloutEndIso);
-      const statusPatches = (counts: Record<string, number>) => Math.round((counts[`patch ${kind.plural}/status`] ?? 0) / n * 100) / 100;
+      const statusPatches = (counts: Record<string, number>) => statusPatchesPerCr(counts, n);
       return {
         createSeconds,
         scaleSeconds,
@@ -410,20 +426,7 @@ async function goOperatorRun(n: number, s: Settings, binary: string): Promise<Go
       const operatorCpu = cpuMeter(op.pid);
       const at = () => new Date().toISOString();
 
-      log(`bench: Go operator N=${n}: create`);
-      const tCreateIso = at();
-      const tCreate = performance.now();
-      await pool(range(n), s.concurrency, (i) => rest.apply(crOf(i, s.size), 'bench'));
-      await crs.waitFor(`Go operator: ${n} CRs converged`, n, crConverged(s.size), 1_800_000);
-      const createSeconds = seconds(tCreate);
-
-      log(`bench: Go operator N=${n}: scale`);
-      const tScaleIso = at();
-      const tScale = performance.now();
-      const path = (i: number) => `/apis/${CR_API}/namespaces/${NS}/${kind.plural}/app-${i}`;
-      await pool(range(n), s.concurrency, (i) => rest.request('PATCH', path(i), { body: { spec: { size: s.size + 1 } }, contentType: 'application/merge-patch+json' }));
-      await crs.waitFor(`Go operator: ${n} CRs scaled`, n, crConverged(s.size + 1), 1_800_000);
-      const scaleSeconds = seconds(tScale);
+      const { tCreateIso, tScaleIso, createSeconds, scaleSeconds } = await createThenScale('Go operator', n, s, rest, crs);
       const apiserverCpuSeconds = apiserverCpu();
       const cpuSeconds = operatorCpu();
       const tEndIso = at();
@@ -440,7 +443,7 @@ async function goOperatorRun(n: number, s: Settings, binary: string): Promise<Go
       const audit = await cp.readAuditLog();
       const create = requests(audit, OPERATOR_USER, tCreateIso, tScaleIso);
       const scale = requests(audit, OPERATOR_USER, tScaleIso, tEndIso);
-      const statusPatches = (counts: Record<string, number>) => Math.round((counts[`patch ${kind.plural}/status`] ?? 0) / n * 100) / 100;
+      const statusPatches = (counts: Record<string, number>) => statusPatchesPerCr(counts, n);
       return {
         createSeconds, scaleSeconds, apiserverCpuSeconds, cpuSeconds,
         rssMiB: { idle: rssIdleMiB, peak: rssPeakMiB },
