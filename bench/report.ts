@@ -59,6 +59,8 @@ export interface BenchSettings {
   readonly concurrency: number;
   readonly edits: number;
   readonly steadySeconds: number;
+  /** --repeat K: each N run K times (absent: once). */
+  readonly repeat?: number;
   /** The kind's new default image the operator is restarted with for the rollout phase; none when skipped. */
   readonly rolloutImage?: string;
   readonly operator: { readonly workers: number; readonly statusIntervalMs: number };
@@ -78,10 +80,79 @@ export interface BenchRun {
   readonly operator: OperatorRun;
   /** With --go: the Go reference operator, after the operator. */
   readonly goOperator?: GoOperatorRun;
+  /** With --repeat K (K > 1): every repetition, oldest first; floor, operator and ratios above are the last one's. */
+  readonly repetitions?: Repetition[];
+  /** With --repeat K (K > 1): the median and range of each ratio over the repetitions. */
+  readonly medians?: RatioMedians;
   /** operator / floor of the same run; `go`: Go operator / the same floor. */
   readonly ratios: {
     readonly create: number; readonly scale: number; readonly rollout?: number; readonly apiserverCpu: number;
     readonly go?: { readonly create: number; readonly scale: number; readonly apiserverCpu: number };
+  };
+}
+
+/** One repetition of an N (`--repeat K`): its own floor and operator figures and ratios. */
+export interface Repetition {
+  readonly date: string;
+  readonly loadAverage: { readonly start: number[]; readonly after: number[] };
+  readonly floor: { readonly createSeconds: number; readonly scaleSeconds: number; readonly rolloutSeconds?: number; readonly apiserverCpuSeconds: number };
+  readonly operator: {
+    readonly createSeconds: number; readonly scaleSeconds: number; readonly rolloutSeconds?: number; readonly apiserverCpuSeconds: number;
+    readonly cpuSeconds: number; readonly editP99Ms: number; readonly statusPatchesPerCrScaled: number;
+  };
+  readonly goOperator?: { readonly createSeconds: number; readonly scaleSeconds: number; readonly apiserverCpuSeconds: number };
+  readonly ratios: BenchRun['ratios'];
+}
+
+/** The median of each ratio over an N's repetitions, and their range. */
+export interface RatioMedians {
+  readonly runs: number;
+  readonly create: Spread; readonly scale: Spread; readonly rollout?: Spread; readonly apiserverCpu: Spread;
+  readonly go?: { readonly create: Spread; readonly scale: Spread; readonly apiserverCpu: Spread };
+}
+export interface Spread { readonly median: number; readonly min: number; readonly max: number }
+
+export function median(values: number[]): number {
+  const v = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(v.length / 2);
+  return Math.round((v.length % 2 ? v[mid]! : (v[mid - 1]! + v[mid]!) / 2) * 100) / 100;
+}
+
+function spread(values: number[]): Spread {
+  return { median: median(values), min: Math.min(...values), max: Math.max(...values) };
+}
+
+/** One repetition's summary, kept beside the last repetition's full figures. */
+export function repetitionOf(run: BenchRun): Repetition {
+  const { floor: f, operator: o, goOperator: g } = run;
+  return {
+    date: run.date,
+    loadAverage: run.loadAverage,
+    floor: { createSeconds: f.createSeconds, scaleSeconds: f.scaleSeconds, rolloutSeconds: f.rolloutSeconds, apiserverCpuSeconds: f.apiserverCpuSeconds },
+    operator: {
+      createSeconds: o.createSeconds, scaleSeconds: o.scaleSeconds, rolloutSeconds: o.rollout?.seconds, apiserverCpuSeconds: o.apiserverCpuSeconds,
+      cpuSeconds: o.cpuSeconds, editP99Ms: o.editLatencyMs.p99, statusPatchesPerCrScaled: o.statusPatchesPerCr.scale,
+    },
+    ...(g ? { goOperator: { createSeconds: g.createSeconds, scaleSeconds: g.scaleSeconds, apiserverCpuSeconds: g.apiserverCpuSeconds } } : {}),
+    ratios: run.ratios,
+  };
+}
+
+/** Medians (and ranges) of the repetitions' ratios. */
+export function mediansOf(reps: Repetition[]): RatioMedians {
+  const of = (pick: (r: Repetition) => number | undefined) => {
+    const values = reps.map(pick).filter((v): v is number => v !== undefined);
+    return values.length === reps.length ? spread(values) : undefined;
+  };
+  const go = reps.every((r) => r.ratios.go) ? {
+    create: spread(reps.map((r) => r.ratios.go!.create)), scale: spread(reps.map((r) => r.ratios.go!.scale)),
+    apiserverCpu: spread(reps.map((r) => r.ratios.go!.apiserverCpu)),
+  } : undefined;
+  return {
+    runs: reps.length,
+    create: of((r) => r.ratios.create)!, scale: of((r) => r.ratios.scale)!, apiserverCpu: of((r) => r.ratios.apiserverCpu)!,
+    ...(of((r) => r.ratios.rollout) ? { rollout: of((r) => r.ratios.rollout) } : {}),
+    ...(go ? { go } : {}),
   };
 }
 
@@ -99,6 +170,22 @@ const perCr = (count: number, n: number) => (count / n).toFixed(2);
 
 const dash = (v: number | undefined, unit = '') => (v === undefined ? '-' : `${v}${unit}`);
 
+type RatioName = 'create' | 'scale' | 'rollout' | 'apiserverCpu';
+
+/** A ratio in the tables: the run's own, or with --repeat the median and range over the repetitions. */
+function ratioCell(run: BenchRun, name: RatioName, go = false): string {
+  const spread = go ? (name === 'rollout' ? undefined : run.medians?.go?.[name]) : run.medians?.[name];
+  if (run.medians && spread) return `**${spread.median}** (${spread.min}-${spread.max})`;
+  const single = go ? (name === 'rollout' ? undefined : run.ratios.go?.[name]) : run.ratios[name];
+  return `**${dash(single)}**`;
+}
+
+/** Seconds in the tables: the run's own, or with --repeat the median over the repetitions. */
+function secs(run: BenchRun, pick: (p: Repetition) => number | undefined): string {
+  const values = (run.repetitions ?? [repetitionOf(run)]).map(pick).filter((v): v is number => v !== undefined);
+  return values.length ? `${median(values)} s` : '-';
+}
+
 /** The README's tables: time against the floor, then cost, one row per N; then how each row was run. */
 export function table(r: BenchResults): string {
   const lines = [
@@ -109,10 +196,11 @@ export function table(r: BenchResults): string {
     '|---|---|---|---|---|---|---|---|---|---|',
   ];
   for (const run of r.runs) {
-    const { floor: f, operator: o } = run;
+    const { operator: o } = run;
     const e = o.editLatencyMs;
-    lines.push(`| ${run.n} | ${f.createSeconds} s / ${o.createSeconds} s | **${run.ratios.create}** | ${f.scaleSeconds} s / ${o.scaleSeconds} s | **${run.ratios.scale}** | ` +
-      `${dash(f.rolloutSeconds, ' s')} / ${dash(o.rollout?.seconds, ' s')} | **${dash(run.ratios.rollout)}** | ` +
+    lines.push(`| ${run.n} | ${secs(run, (p) => p.floor.createSeconds)} / ${secs(run, (p) => p.operator.createSeconds)} | ${ratioCell(run, 'create')} | ` +
+      `${secs(run, (p) => p.floor.scaleSeconds)} / ${secs(run, (p) => p.operator.scaleSeconds)} | ${ratioCell(run, 'scale')} | ` +
+      `${secs(run, (p) => p.floor.rolloutSeconds)} / ${secs(run, (p) => p.operator.rolloutSeconds)} | ${ratioCell(run, 'rollout')} | ` +
       `${e.p50} / ${e.p90} / ${e.p99} ms (${e.max}) | ${o.statusPatchesPerCr.create} / ${o.statusPatchesPerCr.scale} / ${dash(o.statusPatchesPerCr.rollout)} | ${o.steadyState.writes} / ${o.steadyState.reconciles} in ${o.steadyState.seconds} s |`);
   }
   lines.push(
@@ -122,7 +210,7 @@ export function table(r: BenchResults): string {
   );
   for (const run of r.runs) {
     const { floor: f, operator: o, n } = run;
-    lines.push(`| ${n} | ${f.apiserverCpuSeconds} s / ${o.apiserverCpuSeconds} s | **${run.ratios.apiserverCpu}** | ${o.cpuSeconds} s; ${o.cpuTotalSeconds} s | ${o.rssMiB.idle} / ${o.rssMiB.peak} MiB (${dash(o.heapUsedMiB, ' MiB')}) | ` +
+    lines.push(`| ${n} | ${secs(run, (p) => p.floor.apiserverCpuSeconds)} / ${secs(run, (p) => p.operator.apiserverCpuSeconds)} | ${ratioCell(run, 'apiserverCpu')} | ${o.cpuSeconds} s; ${o.cpuTotalSeconds} s | ${o.rssMiB.idle} / ${o.rssMiB.peak} MiB (${dash(o.heapUsedMiB, ' MiB')}) | ` +
       `${perCr(writes(f.requests.create), n)} / ${perCr(writes(o.requests.create), n)} | ${perCr(reads(o.requests.create), n)} | ${perCr(writes(f.requests.scale), n)} / ${perCr(writes(o.requests.scale), n)} |`);
   }
   const withGo = r.runs.filter((run) => run.goOperator && run.ratios.go);
@@ -136,10 +224,30 @@ export function table(r: BenchResults): string {
     );
     for (const run of withGo) {
       const { operator: o, goOperator: g, n } = run;
-      const go = run.ratios.go!;
-      lines.push(`| ${n} | ${o.createSeconds} s / ${g!.createSeconds} s (**${run.ratios.create}** / **${go.create}**) | ${o.scaleSeconds} s / ${g!.scaleSeconds} s (**${run.ratios.scale}** / **${go.scale}**) | ` +
-        `${o.apiserverCpuSeconds} s / ${g!.apiserverCpuSeconds} s (**${run.ratios.apiserverCpu}** / **${go.apiserverCpu}**) | ${o.cpuSeconds} s / ${g!.cpuSeconds} s | ${o.rssMiB.peak} / ${g!.rssMiB.peak} MiB | ` +
+      const goSecs = (pick: (p: NonNullable<Repetition['goOperator']>) => number) => secs(run, (p) => (p.goOperator ? pick(p.goOperator) : undefined));
+      lines.push(`| ${n} | ${secs(run, (p) => p.operator.createSeconds)} / ${goSecs((p) => p.createSeconds)} (${ratioCell(run, 'create')} / ${ratioCell(run, 'create', true)}) | ` +
+        `${secs(run, (p) => p.operator.scaleSeconds)} / ${goSecs((p) => p.scaleSeconds)} (${ratioCell(run, 'scale')} / ${ratioCell(run, 'scale', true)}) | ` +
+        `${secs(run, (p) => p.operator.apiserverCpuSeconds)} / ${goSecs((p) => p.apiserverCpuSeconds)} (${ratioCell(run, 'apiserverCpu')} / ${ratioCell(run, 'apiserverCpu', true)}) | ` +
+        `${o.cpuSeconds} s / ${g!.cpuSeconds} s | ${o.rssMiB.peak} / ${g!.rssMiB.peak} MiB | ` +
         `${perCr(writes(o.requests.create), n)} / ${perCr(writes(g!.requests.create), n)} | ${o.statusPatchesPerCr.create} / ${o.statusPatchesPerCr.scale} (ours); ${g!.statusPatchesPerCr.create} / ${g!.statusPatchesPerCr.scale} (Go) |`);
+    }
+  }
+  const repeated = r.runs.filter((run) => (run.repetitions?.length ?? 0) > 1);
+  if (repeated.length > 0) {
+    lines.push(
+      '',
+      'Repetitions (`--repeat K`), in the order run; each ratio divides by the floor of its own repetition:',
+      '',
+      '| N | repetition (UTC) | load before | create: floor / operator (ratio) | scale +1 (ratio) | new default image (ratio) | kube-apiserver CPU (ratio) | operator CPU, create + scale | edit p99 | Go: create / scale / kube-apiserver CPU ratios |',
+      '|---|---|---|---|---|---|---|---|---|---|',
+    );
+    for (const run of repeated) {
+      for (const p of run.repetitions!) {
+        const { floor: f, operator: o, ratios: q } = p;
+        lines.push(`| ${run.n} | ${p.date.slice(0, 16).replace('T', ' ')} | ${p.loadAverage.start[0]} | ${f.createSeconds} / ${o.createSeconds} s (${q.create}) | ` +
+          `${f.scaleSeconds} / ${o.scaleSeconds} s (${q.scale}) | ${dash(f.rolloutSeconds)} / ${dash(o.rolloutSeconds, ' s')} (${dash(q.rollout)}) | ` +
+          `${f.apiserverCpuSeconds} / ${o.apiserverCpuSeconds} s (${q.apiserverCpu}) | ${o.cpuSeconds} s | ${o.editP99Ms} ms | ${q.go ? `${q.go.create} / ${q.go.scale} / ${q.go.apiserverCpu}` : '-'} |`);
+      }
     }
   }
   lines.push(
@@ -151,7 +259,7 @@ export function table(r: BenchResults): string {
     const s = run.settings;
     lines.push(`| ${run.n} | ${run.date.slice(0, 16).replace('T', ' ')} | \`${run.command}\` | ${run.commit} | ${run.loadAverage.start.join(' ')} / ${run.loadAverage.after.join(' ')} | ` +
       `size ${s.size} scaled to ${s.size + 1}, ${s.concurrency} in flight, ${s.edits} edits, WORKERS=${s.operator.workers}, STATUS_INTERVAL_MS=${s.operator.statusIntervalMs}` +
-      `${s.rolloutImage ? `, rollout to ${s.rolloutImage}` : ', no rollout'}${run.goOperator ? ', with --go' : ''} |`);
+      `${s.rolloutImage ? `, rollout to ${s.rolloutImage}` : ', no rollout'}${s.repeat ? `, ${s.repeat} repetitions` : ''}${run.goOperator ? ', with --go' : ''} |`);
   }
   return lines.join('\n');
 }

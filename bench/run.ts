@@ -23,7 +23,7 @@ import { httpGet, waitFor } from '../tools/controlplane/readiness.js';
 import { cpuMeter, memoryMiB } from './proc.js';
 import { ApiserverRecorder } from './profile.js';
 import { checkSameChildren, goOperatorBinary, startGoOperator } from './go-operator.js';
-import { BenchRun, BenchSettings, FloorRun, GoOperatorRun, OperatorRun, table, writeResults } from './report.js';
+import { BenchRun, BenchSettings, FloorRun, GoOperatorRun, mediansOf, OperatorRun, repetitionOf, table, writeResults } from './report.js';
 import { freePort } from '../tools/controlplane/ports.js';
 import { kind, NS, OPERATOR_NS, setUpOperator } from './operator-setup.js';
 import { Tracker } from './tracker.js';
@@ -52,10 +52,13 @@ const USAGE = `Usage: npm run bench [-- options]
   --no-rollout        skip the restart with a new default image (the longest phase)
   --go                then a controller-runtime (Go) operator, 4 workers, on its own control plane
                       (create and scale; bench/go-operator/, built once into ~/.cache/appkind/go-operator/)
+  --repeat 1          run each N this many times (floor, operator and --go in turn, each time on fresh
+                      control planes) and report the median and range of each ratio: runs of the
+                      same code on these shared machines differ by up to a third
   --profile <dir>     operator --cpu-prof, kube-apiserver pprof and /metrics per phase into <dir>
 Writes bench/results.json and the README's table.`;
 
-const FLAGS_WITH_VALUE = ['--n', '--size', '--concurrency', '--edits', '--steady', '--profile'];
+const FLAGS_WITH_VALUE = ['--n', '--size', '--concurrency', '--edits', '--steady', '--repeat', '--profile'];
 const FLAGS = ['--growth', '--2500', '--no-rollout', '--go', '--help', '-h'];
 
 function args(argv: string[]) {
@@ -79,10 +82,13 @@ function args(argv: string[]) {
     concurrency: Number(value('--concurrency') ?? 4),
     edits: Number(value('--edits') ?? 200),
     steadySeconds: Number(value('--steady') ?? 60),
+    repeat: Number(value('--repeat') ?? 1),
   };
   for (const n of [...ns, ...Object.values(settings)]) {
     if (!Number.isInteger(n) || n < 0) throw new Error(`bench: bad argument in ${argv.join(' ')}`);
   }
+  if (settings.repeat < 1) throw new Error('bench: --repeat needs a count of 1 or more');
+  if (settings.repeat > 1 && argv.includes('--profile')) throw new Error('bench: --profile records one run; use it without --repeat');
   const profile = value('--profile');
   if (argv.includes('--profile') && !profile) throw new Error('bench: --profile needs a directory');
   // The rollout phase replaces every pod once more; --no-rollout skips it (the longest runs).
@@ -301,8 +307,7 @@ async function operatorRun(n: number, s: Settings, onExit: (code: number | null)
       const pid = op.pid;
       const rssIdleMiB = memoryMiB(pid, 'VmRSS');
       const crs = new Tracker<Resource>(rest, { apiVersion: CR_API, kind: kind.kind, plural: kind.plural, namespace: NS });
-      const deployments = new Tracker<V1Deployment>(rest, { apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments', namespace: NS });
-      await Promise.all([crs.start(), deployments.start()]);
+      await crs.start();
       const recorder = s.profile ? new ApiserverRecorder(cp.kubeConfig(), s.profile, `operator-${n}`) : undefined;
       recorder?.start();
       await recorder?.mark('create');
@@ -314,6 +319,11 @@ async function operatorRun(n: number, s: Settings, onExit: (code: number | null)
       const apiserverCpuSeconds = apiserverCpu();
       const cpuSeconds = operatorCpu();
 
+      // The edits' watch on Deployments starts only now: during create and scale the bench watches one
+      // resource in either run (the floor's Deployments, the operator's CRs), so the operator's figures
+      // carry no watch of the bench's own that the floor's lack.
+      const deployments = new Tracker<V1Deployment>(rest, { apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments', namespace: NS });
+      await deployments.start();
       await recorder?.mark('edits');
       log(`bench: operator N=${n}: ${Math.min(s.edits, n)} edits, one at a time`);
       const tEditsIso = at();
@@ -478,6 +488,7 @@ async function main(): Promise<void> {
     concurrency: s.concurrency,
     edits: s.edits,
     steadySeconds: s.steadySeconds,
+    ...(s.repeat > 1 ? { repeat: s.repeat } : {}),
     rolloutImage: s.rollout ? ROLLOUT_IMAGE : undefined,
     operator: {
       workers: Number(process.env.WORKERS || DEFAULT_WORKERS),
@@ -487,33 +498,46 @@ async function main(): Promise<void> {
   const runs: BenchRun[] = [];
   log(`bench: N=${s.ns.join(', ')}; settings ${JSON.stringify(settings)}; code ${commit}; load average ${loadAverage().join(' ')}`);
   for (const n of s.ns) {
-    const date = new Date().toISOString();
-    const start = loadAverage();
-    const f = await floor(n, s);
-    log(`bench: floor N=${n}: create ${f.createSeconds} s, scale ${f.scaleSeconds} s, rollout ${f.rolloutSeconds ?? '-'} s`);
-    const o = await operator(n, s);
-    log(`bench: operator N=${n}: create ${o.createSeconds} s, scale ${o.scaleSeconds} s, rollout ${o.rollout?.seconds ?? '-'} s`);
-    const g = goBinary ? await goOperatorRun(n, s, goBinary) : undefined;
-    if (g) log(`bench: Go operator N=${n}: create ${g.createSeconds} s, scale ${g.scaleSeconds} s`);
-    const ratio = (a: number, b: number) => Math.round((a / b) * 100) / 100;
-    runs.push({
-      n, date, command, commit, settings,
-      loadAverage: { start, after: loadAverage() },
-      floor: f,
-      operator: o,
-      ...(g ? { goOperator: g } : {}),
-      ratios: {
-        create: ratio(o.createSeconds, f.createSeconds), scale: ratio(o.scaleSeconds, f.scaleSeconds),
-        rollout: o.rollout && f.rolloutSeconds ? ratio(o.rollout.seconds, f.rolloutSeconds) : undefined,
-        apiserverCpu: ratio(o.apiserverCpuSeconds, f.apiserverCpuSeconds),
-        ...(g ? { go: { create: ratio(g.createSeconds, f.createSeconds), scale: ratio(g.scaleSeconds, f.scaleSeconds), apiserverCpu: ratio(g.apiserverCpuSeconds, f.apiserverCpuSeconds) } } : {}),
-      },
-    });
-    // Written after each N: a later N that fails keeps the finished ones.
-    const machine = { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version, kubernetes };
-    const results = writeResults(root, { date: new Date().toISOString(), machine, runs });
-    if (n === s.ns.at(-1)) process.stdout.write(`${table(results)}\n`);
+    const reps: BenchRun[] = [];
+    for (let rep = 1; rep <= s.repeat; rep++) {
+      if (s.repeat > 1) log(`bench: N=${n}: repetition ${rep} of ${s.repeat}`);
+      reps.push(await benchRun(n, s, { command, commit, settings }, goBinary));
+      const last = reps.at(-1)!;
+      const run: BenchRun = reps.length > 1 ? { ...last, repetitions: reps.map(repetitionOf), medians: mediansOf(reps.map(repetitionOf)) } : last;
+      if (run.medians) {
+        const m = run.medians;
+        log(`bench: N=${n}: medians of ${m.runs}: create ${m.create.median} (${m.create.min}-${m.create.max}), scale ${m.scale.median} (${m.scale.min}-${m.scale.max}), ` +
+          `kube-apiserver CPU ${m.apiserverCpu.median} (${m.apiserverCpu.min}-${m.apiserverCpu.max})`);
+      }
+      // Written after each repetition: a later one that fails keeps the finished ones.
+      if (rep > 1) runs.pop();
+      runs.push(run);
+      const machine = { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version, kubernetes };
+      const results = writeResults(root, { date: new Date().toISOString(), machine, runs });
+      if (n === s.ns.at(-1) && rep === s.repeat) process.stdout.write(`${table(results)}\n`);
+    }
   }
+}
+
+/** One run of N: the floor, the operator and (--go) the Go operator, each on its own fresh control plane. */
+async function benchRun(n: number, s: Settings, how: Pick<BenchRun, 'command' | 'commit' | 'settings'>, goBinary: string | undefined): Promise<BenchRun> {
+  const date = new Date().toISOString();
+  const start = loadAverage();
+  const f = await floor(n, s);
+  log(`bench: floor N=${n}: create ${f.createSeconds} s, scale ${f.scaleSeconds} s, rollout ${f.rolloutSeconds ?? '-'} s`);
+  const o = await operator(n, s);
+  log(`bench: operator N=${n}: create ${o.createSeconds} s, scale ${o.scaleSeconds} s, rollout ${o.rollout?.seconds ?? '-'} s`);
+  const g = goBinary ? await goOperatorRun(n, s, goBinary) : undefined;
+  if (g) log(`bench: Go operator N=${n}: create ${g.createSeconds} s, scale ${g.scaleSeconds} s`);
+  const ratio = (a: number, b: number) => Math.round((a / b) * 100) / 100;
+  const ratios = {
+    create: ratio(o.createSeconds, f.createSeconds), scale: ratio(o.scaleSeconds, f.scaleSeconds),
+    rollout: o.rollout && f.rolloutSeconds ? ratio(o.rollout.seconds, f.rolloutSeconds) : undefined,
+    apiserverCpu: ratio(o.apiserverCpuSeconds, f.apiserverCpuSeconds),
+    ...(g ? { go: { create: ratio(g.createSeconds, f.createSeconds), scale: ratio(g.scaleSeconds, f.scaleSeconds), apiserverCpu: ratio(g.apiserverCpuSeconds, f.apiserverCpuSeconds) } } : {}),
+  };
+  log(`bench: N=${n}: ratios create ${ratios.create}, scale ${ratios.scale}, kube-apiserver CPU ${ratios.apiserverCpu}`);
+  return { n, date, ...how, loadAverage: { start, after: loadAverage() }, floor: f, operator: o, ...(g ? { goOperator: g } : {}), ratios };
 }
 
 main().catch((e: unknown) => {

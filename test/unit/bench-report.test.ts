@@ -1,0 +1,63 @@
+import { describe, expect, it } from '@jest/globals';
+import { BenchRun, median, mediansOf, repetitionOf, table } from '../../bench/report.js';
+
+/** A bench run of N=1000 whose operator took `scale` times the floor's 20 s to scale. */
+function run(date: string, scale: number, apiserverCpu: number): BenchRun {
+  const floor = { createSeconds: 40, scaleSeconds: 20, apiserverCpuSeconds: 60, requests: { create: { 'patch deployments': 1000 }, scale: { 'patch deployments': 1000 } } };
+  return {
+    n: 1000, date, command: 'npm run bench -- --repeat 3', commit: 'abc1234',
+    settings: { size: 2, concurrency: 4, edits: 200, steadySeconds: 60, repeat: 3, operator: { workers: 8, statusIntervalMs: 60000 } },
+    loadAverage: { start: [0.5, 0.6, 0.7], after: [2, 2, 2] },
+    floor,
+    operator: {
+      ...floor, scaleSeconds: 20 * scale, apiserverCpuSeconds: 60 * apiserverCpu, cpuSeconds: 8, cpuTotalSeconds: 10,
+      rssMiB: { idle: 150, afterRun: 170, peak: 300 }, editLatencyMs: { count: 200, p50: 20, p90: 40, p99: 70, max: 80 },
+      statusPatchesPerCr: { create: 1, scale: 1 }, steadyState: { seconds: 60, writes: 0, reconciles: 0 },
+    },
+    ratios: { create: 1, scale, apiserverCpu },
+  };
+}
+
+describe('bench report', () => {
+  it('takes the middle value, or the mean of the two middle ones', () => {
+    expect(median([1.5, 1.1, 1.3])).toBe(1.3);
+    expect(median([1.4, 1.1, 1.2, 1.3])).toBe(1.25);
+    expect(median([2])).toBe(2);
+  });
+
+  it('gives each ratio\'s median and range over the repetitions', () => {
+    const reps = [run('2026-12-03T20:00:00Z', 1.5, 1.3), run('2026-12-03T20:10:00Z', 1.1, 1.2), run('2026-12-03T20:20:00Z', 1.2, 1.05)].map(repetitionOf);
+    const m = mediansOf(reps);
+    expect(m.runs).toBe(3);
+    expect(m.scale).toEqual({ median: 1.2, min: 1.1, max: 1.5 });
+    expect(m.apiserverCpu).toEqual({ median: 1.2, min: 1.05, max: 1.3 });
+    expect(m.rollout).toBeUndefined(); // no repetition had a rollout
+    expect(m.go).toBeUndefined();
+  });
+
+  it('shows the medians in the row and every repetition below it', () => {
+    const all = [run('2026-12-03T20:00:00Z', 1.5, 1.3), run('2026-12-03T20:10:00Z', 1.1, 1.2), run('2026-12-03T20:20:00Z', 1.2, 1.05)];
+    const reps = all.map(repetitionOf);
+    const last = all.at(-1)!;
+    const text = table({
+      date: '2026-12-03T20:30:00Z', machine: { cpus: 2, cpuModel: 'test', memoryGiB: 24, node: 'v24', kubernetes: 'v1.37.2' },
+      runs: [{ ...last, repetitions: reps, medians: mediansOf(reps) }],
+    });
+    const row = text.split('\n').find((l) => l.startsWith('| 1000 | 40 s / 40 s'))!;
+    // scale seconds: the median of 30, 22 and 24 s; the ratio: median 1.2 of 1.1-1.5
+    expect(row).toContain('| 20 s / 24 s | **1.2** (1.1-1.5) |');
+    const repRows = text.split('\n').filter((l) => /^\| 1000 \| 2026-12-03 20:[0-2]0 \| 0.5 \|/.test(l));
+    expect(repRows).toHaveLength(3);
+    expect(repRows[0]).toContain('20 / 30 s (1.5)');
+    expect(text).toContain('3 repetitions');
+  });
+
+  it('shows a single run\'s own ratio when not repeated', () => {
+    const text = table({
+      date: '2026-12-03T20:30:00Z', machine: { cpus: 2, cpuModel: 'test', memoryGiB: 24, node: 'v24', kubernetes: 'v1.37.2' },
+      runs: [run('2026-12-03T20:00:00Z', 1.5, 1.3)],
+    });
+    expect(text).toContain('| 20 s / 30 s | **1.5** |');
+    expect(text).not.toContain('Repetitions');
+  });
+});
