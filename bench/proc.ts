@@ -25,3 +25,21 @@ export function cpuMeter(pid: number): () => number {
   const before = cpuSeconds(pid);
   return () => Math.round((cpuSeconds(pid) - before) * 100) / 100;
 }
+
+/**
+ * CPU seconds of several processes (by name) and of this process ('bench') between start and the
+ * returned stop(): where a phase's CPU went on the machine, and with the wall time how busy its
+ * cores were.
+ */
+export function cpuMeters(pids: Record<string, number>): () => Record<string, number> {
+  const meters = Object.entries(pids).map(([name, pid]) => [name, cpuMeter(pid)] as const);
+  const self = process.cpuUsage();
+  return () => {
+    const used: Record<string, number> = {};
+    for (const [name, meter] of meters) used[name] = meter();
+    const bench = process.cpuUsage(self);
+    used.bench = Math.round((bench.user + bench.system) / 1e4) / 100;
+    used.total = Math.round(Object.values(used).reduce((s, v) => s + v, 0) * 100) / 100;
+    return used;
+  };
+}

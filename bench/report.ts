@@ -12,6 +12,11 @@ export interface FloorRun {
   readonly rolloutSeconds?: number;
   /** kube-apiserver CPU from the first create until every app is scaled and ready. */
   readonly apiserverCpuSeconds: number;
+  /**
+   * CPU seconds over the same window of every process of the run: each control-plane component,
+   * the operator (none in the floor's run), the bench itself, and their total.
+   */
+  readonly cpuSecondsByProcess?: Record<string, number>;
   readonly requests: { readonly create: RequestCounts; readonly scale: RequestCounts; readonly rollout?: RequestCounts };
 }
 
@@ -45,6 +50,8 @@ export interface GoOperatorRun {
   readonly apiserverCpuSeconds: number;
   /** The Go operator's CPU over the same window. */
   readonly cpuSeconds: number;
+  /** Every process's CPU over the same window, as FloorRun's. */
+  readonly cpuSecondsByProcess?: Record<string, number>;
   readonly rssMiB: { readonly idle: number; readonly peak: number };
   readonly requests: { readonly create: RequestCounts; readonly scale: RequestCounts };
   readonly statusPatchesPerCr: { readonly create: number; readonly scale: number };
@@ -87,6 +94,8 @@ export interface BenchRun {
   /** operator / floor of the same run; `go`: Go operator / the same floor. */
   readonly ratios: {
     readonly create: number; readonly scale: number; readonly rollout?: number; readonly apiserverCpu: number;
+    /** CPU of every process of the run (control plane, operator, bench) over create and scale. */
+    readonly allCpu?: number;
     readonly go?: { readonly create: number; readonly scale: number; readonly apiserverCpu: number };
   };
 }
@@ -107,7 +116,7 @@ export interface Repetition {
 /** The median of each ratio over an N's repetitions, and their range. */
 export interface RatioMedians {
   readonly runs: number;
-  readonly create: Spread; readonly scale: Spread; readonly rollout?: Spread; readonly apiserverCpu: Spread;
+  readonly create: Spread; readonly scale: Spread; readonly rollout?: Spread; readonly apiserverCpu: Spread; readonly allCpu?: Spread;
   readonly go?: { readonly create: Spread; readonly scale: Spread; readonly apiserverCpu: Spread };
 }
 export interface Spread { readonly median: number; readonly min: number; readonly max: number }
@@ -151,6 +160,7 @@ export function mediansOf(reps: Repetition[]): RatioMedians {
   return {
     runs: reps.length,
     create: of((r) => r.ratios.create)!, scale: of((r) => r.ratios.scale)!, apiserverCpu: of((r) => r.ratios.apiserverCpu)!,
+    ...(of((r) => r.ratios.allCpu) ? { allCpu: of((r) => r.ratios.allCpu) } : {}),
     ...(of((r) => r.ratios.rollout) ? { rollout: of((r) => r.ratios.rollout) } : {}),
     ...(go ? { go } : {}),
   };
@@ -170,13 +180,14 @@ const perCr = (count: number, n: number) => (count / n).toFixed(2);
 
 const dash = (v: number | undefined, unit = '') => (v === undefined ? '-' : `${v}${unit}`);
 
-type RatioName = 'create' | 'scale' | 'rollout' | 'apiserverCpu';
+type RatioName = 'create' | 'scale' | 'rollout' | 'apiserverCpu' | 'allCpu';
 
 /** A ratio in the tables: the run's own, or with --repeat the median and range over the repetitions. */
 function ratioCell(run: BenchRun, name: RatioName, go = false): string {
-  const spread = go ? (name === 'rollout' ? undefined : run.medians?.go?.[name]) : run.medians?.[name];
+  const goName = name === 'rollout' || name === 'allCpu' ? undefined : name;
+  const spread = go ? (goName ? run.medians?.go?.[goName] : undefined) : run.medians?.[name];
   if (run.medians && spread) return `**${spread.median}** (${spread.min}-${spread.max})`;
-  const single = go ? (name === 'rollout' ? undefined : run.ratios.go?.[name]) : run.ratios[name];
+  const single = go ? (goName ? run.ratios.go?.[goName] : undefined) : run.ratios[name];
   return `**${dash(single)}**`;
 }
 
@@ -213,6 +224,26 @@ export function table(r: BenchResults): string {
     lines.push(`| ${n} | ${secs(run, (p) => p.floor.apiserverCpuSeconds)} / ${secs(run, (p) => p.operator.apiserverCpuSeconds)} | ${ratioCell(run, 'apiserverCpu')} | ${o.cpuSeconds} s; ${o.cpuTotalSeconds} s | ${o.rssMiB.idle} / ${o.rssMiB.peak} MiB (${dash(o.heapUsedMiB, ' MiB')}) | ` +
       `${perCr(writes(f.requests.create), n)} / ${perCr(writes(o.requests.create), n)} | ${perCr(reads(o.requests.create), n)} | ${perCr(writes(f.requests.scale), n)} / ${perCr(writes(o.requests.scale), n)} |`);
   }
+  const withCpu = r.runs.filter((run) => run.floor.cpuSecondsByProcess && run.operator.cpuSecondsByProcess);
+  if (withCpu.length > 0) {
+    const names = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kwok', 'operator', 'bench'];
+    lines.push(
+      '',
+      `Where the CPU went over create and scale, every process of the run (the last repetition of a row; cores busy: their total over the wall time of ${r.machine.cpus} cores):`,
+      '',
+      `| N | run | create + scale | cores busy | ${names.join(' | ')} | total | ratio |`,
+      `|---|---|---|---|${names.map(() => '---|').join('')}---|---|`,
+    );
+    for (const run of withCpu) {
+      const row = (who: string, wall: number, cpu: Record<string, number>, ratio: string) =>
+        lines.push(`| ${run.n} | ${who} | ${Math.round(wall * 10) / 10} s | ${Math.round((cpu.total ?? 0) / wall / r.machine.cpus * 100)}% | ` +
+          `${names.map((k) => (cpu[k] === undefined ? '-' : `${cpu[k]} s`)).join(' | ')} | ${cpu.total} s | ${ratio} |`);
+      const { floor: f, operator: o, goOperator: g } = run;
+      row('floor', f.createSeconds + f.scaleSeconds, f.cpuSecondsByProcess!, '1');
+      row('operator', o.createSeconds + o.scaleSeconds, o.cpuSecondsByProcess!, ratioCell(run, 'allCpu'));
+      if (g?.cpuSecondsByProcess) row('Go operator', g.createSeconds + g.scaleSeconds, g.cpuSecondsByProcess, `**${Math.round((g.cpuSecondsByProcess.total ?? 0) / f.cpuSecondsByProcess!.total! * 100) / 100}**`);
+    }
+  }
   const withGo = r.runs.filter((run) => run.goOperator && run.ratios.go);
   if (withGo.length > 0) {
     lines.push(
@@ -238,15 +269,15 @@ export function table(r: BenchResults): string {
       '',
       'Repetitions (`--repeat K`), in the order run; each ratio divides by the floor of its own repetition:',
       '',
-      '| N | repetition (UTC) | load before | create: floor / operator (ratio) | scale +1 (ratio) | new default image (ratio) | kube-apiserver CPU (ratio) | operator CPU, create + scale | edit p99 | Go: create / scale / kube-apiserver CPU ratios |',
-      '|---|---|---|---|---|---|---|---|---|---|',
+      '| N | repetition (UTC) | load before | create: floor / operator (ratio) | scale +1 (ratio) | new default image (ratio) | kube-apiserver CPU (ratio) | all processes\' CPU, ratio | operator CPU, create + scale | edit p99 | Go: create / scale / kube-apiserver CPU ratios |',
+      '|---|---|---|---|---|---|---|---|---|---|---|',
     );
     for (const run of repeated) {
       for (const p of run.repetitions!) {
         const { floor: f, operator: o, ratios: q } = p;
         lines.push(`| ${run.n} | ${p.date.slice(0, 16).replace('T', ' ')} | ${p.loadAverage.start[0]} | ${f.createSeconds} / ${o.createSeconds} s (${q.create}) | ` +
           `${f.scaleSeconds} / ${o.scaleSeconds} s (${q.scale}) | ${dash(f.rolloutSeconds)} / ${dash(o.rolloutSeconds, ' s')} (${dash(q.rollout)}) | ` +
-          `${f.apiserverCpuSeconds} / ${o.apiserverCpuSeconds} s (${q.apiserverCpu}) | ${o.cpuSeconds} s | ${o.editP99Ms} ms | ${q.go ? `${q.go.create} / ${q.go.scale} / ${q.go.apiserverCpu}` : '-'} |`);
+          `${f.apiserverCpuSeconds} / ${o.apiserverCpuSeconds} s (${q.apiserverCpu}) | ${dash(q.allCpu)} | ${o.cpuSeconds} s | ${o.editP99Ms} ms | ${q.go ? `${q.go.create} / ${q.go.scale} / ${q.go.apiserverCpu}` : '-'} |`);
       }
     }
   }

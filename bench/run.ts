@@ -20,7 +20,7 @@ import { DEFAULT_STATUS_INTERVAL_MS, DEFAULT_WORKERS } from '../operator/setting
 import type { AuditEvent } from '../tools/controlplane/audit.js';
 import { ControlPlane } from '../tools/controlplane/controlplane.js';
 import { httpGet, waitFor } from '../tools/controlplane/readiness.js';
-import { cpuMeter, memoryMiB } from './proc.js';
+import { cpuMeter, cpuMeters, memoryMiB } from './proc.js';
 import { ApiserverRecorder } from './profile.js';
 import { checkSameChildren, goOperatorBinary, startGoOperator } from './go-operator.js';
 import { BenchRun, BenchSettings, FloorRun, GoOperatorRun, mediansOf, OperatorRun, repetitionOf, table, writeResults } from './report.js';
@@ -179,6 +179,12 @@ const isWrite = (what: string) => /^(create|update|patch|delete|deletecollection
 const sum = (counts: Record<string, number>, pick: (what: string) => boolean = () => true) =>
   Object.entries(counts).filter(([w]) => pick(w)).reduce((s, [, n]) => s + n, 0);
 
+/** CPU meters of every control-plane process, and of an operator's when given. */
+function machineCpu(cp: ControlPlane, operatorPid?: number): () => Record<string, number> {
+  const pids: Record<string, number> = Object.fromEntries(Object.entries(cp.pids()).filter((e): e is [string, number] => e[1] !== undefined));
+  return cpuMeters(operatorPid ? { ...pids, operator: operatorPid } : pids);
+}
+
 async function startControlPlane(n: number, s: Settings): Promise<ControlPlane> {
   // Room for the rollout's surge pods (one more per app while its pods are replaced).
   return ControlPlane.start({ auditLog: true, log, pods: n * (s.size + 2), nodePortRange: n > 2700 ? WIDE_NODE_PORTS : undefined, profiling: !!s.profile });
@@ -210,6 +216,7 @@ async function floor(n: number, s: Settings): Promise<FloorRun> {
     recorder?.start();
     await recorder?.mark('create');
     const apiserverCpu = cpuMeter(cp.pids()['kube-apiserver']!);
+    const allCpu = machineCpu(cp);
     const at = () => new Date().toISOString();
 
     log(`bench: floor N=${n}: create`);
@@ -229,6 +236,7 @@ async function floor(n: number, s: Settings): Promise<FloorRun> {
     await deployments.waitFor(`floor: ${n} Deployments scaled`, n, deploymentReady(s.size + 1), 1_800_000);
     const scaleSeconds = seconds(tScale);
     const apiserverCpuSeconds = apiserverCpu();
+    const cpuSecondsByProcess = allCpu();
     const tEndIso = at();
 
     // The rollout's floor: the objects render() gives with the kind's new image, at the sizes the
@@ -254,6 +262,7 @@ async function floor(n: number, s: Settings): Promise<FloorRun> {
       scaleSeconds,
       rolloutSeconds,
       apiserverCpuSeconds,
+      cpuSecondsByProcess,
       requests: { create: requests(audit, FLOOR_USER, tCreateIso, tScaleIso), scale: requests(audit, FLOOR_USER, tScaleIso, tEndIso) },
     };
   } finally {
@@ -313,11 +322,13 @@ async function operatorRun(n: number, s: Settings, onExit: (code: number | null)
       await recorder?.mark('create');
       const apiserverCpu = cpuMeter(cp.pids()['kube-apiserver']!);
       const operatorCpu = cpuMeter(pid);
+      const allCpu = machineCpu(cp, pid);
       const at = () => new Date().toISOString();
 
       const { tCreateIso, tScaleIso, createSeconds, scaleSeconds } = await createThenScale('operator', n, s, rest, crs, recorder);
       const apiserverCpuSeconds = apiserverCpu();
       const cpuSeconds = operatorCpu();
+      const cpuSecondsByProcess = allCpu();
 
       // The edits' watch on Deployments starts only now: during create and scale the bench watches one
       // resource in either run (the floor's Deployments, the operator's CRs), so the operator's figures
@@ -398,6 +409,7 @@ async function operatorRun(n: number, s: Settings, onExit: (code: number | null)
         createSeconds,
         scaleSeconds,
         apiserverCpuSeconds,
+        cpuSecondsByProcess,
         cpuSeconds,
         cpuTotalSeconds,
         rssMiB: { idle: rssIdleMiB, afterRun: rssAfterMiB, peak: rssPeakMiB },
@@ -434,11 +446,13 @@ async function goOperatorRun(n: number, s: Settings, binary: string): Promise<Go
       await crs.start();
       const apiserverCpu = cpuMeter(cp.pids()['kube-apiserver']!);
       const operatorCpu = cpuMeter(op.pid);
+      const allCpu = machineCpu(cp, op.pid);
       const at = () => new Date().toISOString();
 
       const { tCreateIso, tScaleIso, createSeconds, scaleSeconds } = await createThenScale('Go operator', n, s, rest, crs);
       const apiserverCpuSeconds = apiserverCpu();
       const cpuSeconds = operatorCpu();
+      const cpuSecondsByProcess = allCpu();
       const tEndIso = at();
       const rssPeakMiB = memoryMiB(op.pid, 'VmHWM');
 
@@ -455,7 +469,7 @@ async function goOperatorRun(n: number, s: Settings, binary: string): Promise<Go
       const scale = requests(audit, OPERATOR_USER, tScaleIso, tEndIso);
       const statusPatches = (counts: Record<string, number>) => statusPatchesPerCr(counts, n);
       return {
-        createSeconds, scaleSeconds, apiserverCpuSeconds, cpuSeconds,
+        createSeconds, scaleSeconds, apiserverCpuSeconds, cpuSeconds, cpuSecondsByProcess,
         rssMiB: { idle: rssIdleMiB, peak: rssPeakMiB },
         requests: { create, scale },
         statusPatchesPerCr: { create: statusPatches(create), scale: statusPatches(scale) },
@@ -534,9 +548,11 @@ async function benchRun(n: number, s: Settings, how: Pick<BenchRun, 'command' | 
     create: ratio(o.createSeconds, f.createSeconds), scale: ratio(o.scaleSeconds, f.scaleSeconds),
     rollout: o.rollout && f.rolloutSeconds ? ratio(o.rollout.seconds, f.rolloutSeconds) : undefined,
     apiserverCpu: ratio(o.apiserverCpuSeconds, f.apiserverCpuSeconds),
+    allCpu: o.cpuSecondsByProcess?.total && f.cpuSecondsByProcess?.total ? ratio(o.cpuSecondsByProcess.total, f.cpuSecondsByProcess.total) : undefined,
     ...(g ? { go: { create: ratio(g.createSeconds, f.createSeconds), scale: ratio(g.scaleSeconds, f.scaleSeconds), apiserverCpu: ratio(g.apiserverCpuSeconds, f.apiserverCpuSeconds) } } : {}),
   };
-  log(`bench: N=${n}: ratios create ${ratios.create}, scale ${ratios.scale}, kube-apiserver CPU ${ratios.apiserverCpu}`);
+  log(`bench: N=${n}: ratios create ${ratios.create}, scale ${ratios.scale}, kube-apiserver CPU ${ratios.apiserverCpu}, all processes' CPU ${ratios.allCpu}`);
+  log(`bench: N=${n}: CPU seconds over create and scale, floor ${JSON.stringify(f.cpuSecondsByProcess)}, operator ${JSON.stringify(o.cpuSecondsByProcess)}`);
   return { n, date, ...how, loadAverage: { start, after: loadAverage() }, floor: f, operator: o, ...(g ? { goOperator: g } : {}), ratios };
 }
 
