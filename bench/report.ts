@@ -17,6 +17,8 @@ export interface FloorRun {
    * the operator (none in the floor's run), the bench itself, and their total.
    */
   readonly cpuSecondsByProcess?: Record<string, number>;
+  /** When the bench's last request of the phase was answered (the rest is waiting for convergence). */
+  readonly sentSeconds?: { readonly create: number; readonly scale: number };
   readonly requests: { readonly create: RequestCounts; readonly scale: RequestCounts; readonly rollout?: RequestCounts };
 }
 
@@ -231,16 +233,16 @@ export function table(r: BenchResults): string {
       '',
       `Where the CPU went over create and scale, every process of the run (the last repetition of a row; cores busy: their total over the wall time of ${r.machine.cpus} cores):`,
       '',
-      `| N | run | create + scale | cores busy | ${names.join(' | ')} | total | ratio |`,
-      `|---|---|---|---|${names.map(() => '---|').join('')}---|---|`,
+      `| N | run | create + scale | cores busy | ${names.join(' | ')} | total | ratio | the bench's last request answered after: create / scale |`,
+      `|---|---|---|---|${names.map(() => '---|').join('')}---|---|---|`,
     );
     for (const run of withCpu) {
-      const row = (who: string, wall: number, cpu: Record<string, number>, ratio: string) =>
+      const row = (who: string, wall: number, cpu: Record<string, number>, ratio: string, sent?: { create: number; scale: number }) =>
         lines.push(`| ${run.n} | ${who} | ${Math.round(wall * 10) / 10} s | ${Math.round((cpu.total ?? 0) / wall / r.machine.cpus * 100)}% | ` +
-          `${names.map((k) => (cpu[k] === undefined ? '-' : `${cpu[k]} s`)).join(' | ')} | ${cpu.total} s | ${ratio} |`);
+          `${names.map((k) => (cpu[k] === undefined ? '-' : `${cpu[k]} s`)).join(' | ')} | ${cpu.total} s | ${ratio} | ${sent ? `${sent.create} s / ${sent.scale} s` : '-'} |`);
       const { floor: f, operator: o, goOperator: g } = run;
-      row('floor', f.createSeconds + f.scaleSeconds, f.cpuSecondsByProcess!, '1');
-      row('operator', o.createSeconds + o.scaleSeconds, o.cpuSecondsByProcess!, ratioCell(run, 'allCpu'));
+      row('floor', f.createSeconds + f.scaleSeconds, f.cpuSecondsByProcess!, '1', f.sentSeconds);
+      row('operator', o.createSeconds + o.scaleSeconds, o.cpuSecondsByProcess!, ratioCell(run, 'allCpu'), o.sentSeconds);
       if (g?.cpuSecondsByProcess) row('Go operator', g.createSeconds + g.scaleSeconds, g.cpuSecondsByProcess, `**${Math.round((g.cpuSecondsByProcess.total ?? 0) / f.cpuSecondsByProcess!.total! * 100) / 100}**`);
     }
   }

@@ -163,6 +163,7 @@ async function createThenScale(who: string, n: number, s: Settings, rest: RestCl
   const tCreateIso = at();
   const tCreate = performance.now();
   await pool(range(n), s.concurrency, (i) => rest.apply(crOf(i, s.size), 'bench'));
+  const createSent = seconds(tCreate);
   await crs.waitFor(`${who}: ${n} CRs converged`, n, crConverged(s.size), 1_800_000);
   const createSeconds = seconds(tCreate);
 
@@ -171,8 +172,9 @@ async function createThenScale(who: string, n: number, s: Settings, rest: RestCl
   const tScaleIso = at();
   const tScale = performance.now();
   await pool(range(n), s.concurrency, (i) => patchSize(rest, i, s.size + 1));
+  const scaleSent = seconds(tScale);
   await crs.waitFor(`${who}: ${n} CRs scaled`, n, crConverged(s.size + 1), 1_800_000);
-  return { tCreateIso, tScaleIso, createSeconds, scaleSeconds: seconds(tScale) };
+  return { tCreateIso, tScaleIso, createSeconds, scaleSeconds: seconds(tScale), sentSeconds: { create: createSent, scale: scaleSent } };
 }
 
 const isWrite = (what: string) => /^(create|update|patch|delete|deletecollection) /.test(what);
@@ -224,6 +226,7 @@ async function floor(n: number, s: Settings): Promise<FloorRun> {
     const tCreate = performance.now();
     const objects = range(n).flatMap((i) => render(kind, crOf(i, s.size)));
     await pool(objects, s.concurrency, (o) => rest.apply(o, 'bench-floor'));
+    const createSent = seconds(tCreate);
     await deployments.waitFor(`floor: ${n} Deployments ready`, n, deploymentReady(s.size), 1_800_000);
     const createSeconds = seconds(tCreate);
 
@@ -233,6 +236,7 @@ async function floor(n: number, s: Settings): Promise<FloorRun> {
     const tScale = performance.now();
     const scaled = range(n).flatMap((i) => render(kind, crOf(i, s.size + 1)).filter((o) => o.kind === 'Deployment'));
     await pool(scaled, s.concurrency, (o) => rest.apply(o, 'bench-floor'));
+    const scaleSent = seconds(tScale);
     await deployments.waitFor(`floor: ${n} Deployments scaled`, n, deploymentReady(s.size + 1), 1_800_000);
     const scaleSeconds = seconds(tScale);
     const apiserverCpuSeconds = apiserverCpu();
@@ -263,6 +267,7 @@ async function floor(n: number, s: Settings): Promise<FloorRun> {
       rolloutSeconds,
       apiserverCpuSeconds,
       cpuSecondsByProcess,
+      sentSeconds: { create: createSent, scale: scaleSent },
       requests: { create: requests(audit, FLOOR_USER, tCreateIso, tScaleIso), scale: requests(audit, FLOOR_USER, tScaleIso, tEndIso) },
     };
   } finally {
@@ -325,7 +330,7 @@ async function operatorRun(n: number, s: Settings, onExit: (code: number | null)
       const allCpu = machineCpu(cp, pid);
       const at = () => new Date().toISOString();
 
-      const { tCreateIso, tScaleIso, createSeconds, scaleSeconds } = await createThenScale('operator', n, s, rest, crs, recorder);
+      const { tCreateIso, tScaleIso, createSeconds, scaleSeconds, sentSeconds } = await createThenScale('operator', n, s, rest, crs, recorder);
       const apiserverCpuSeconds = apiserverCpu();
       const cpuSeconds = operatorCpu();
       const cpuSecondsByProcess = allCpu();
@@ -410,6 +415,7 @@ async function operatorRun(n: number, s: Settings, onExit: (code: number | null)
         scaleSeconds,
         apiserverCpuSeconds,
         cpuSecondsByProcess,
+        sentSeconds,
         cpuSeconds,
         cpuTotalSeconds,
         rssMiB: { idle: rssIdleMiB, afterRun: rssAfterMiB, peak: rssPeakMiB },
@@ -538,9 +544,9 @@ async function benchRun(n: number, s: Settings, how: Pick<BenchRun, 'command' | 
   const date = new Date().toISOString();
   const start = loadAverage();
   const f = await floor(n, s);
-  log(`bench: floor N=${n}: create ${f.createSeconds} s, scale ${f.scaleSeconds} s, rollout ${f.rolloutSeconds ?? '-'} s`);
+  log(`bench: floor N=${n}: create ${f.createSeconds} s (all sent after ${f.sentSeconds?.create} s), scale ${f.scaleSeconds} s (sent after ${f.sentSeconds?.scale} s), rollout ${f.rolloutSeconds ?? '-'} s`);
   const o = await operator(n, s);
-  log(`bench: operator N=${n}: create ${o.createSeconds} s, scale ${o.scaleSeconds} s, rollout ${o.rollout?.seconds ?? '-'} s`);
+  log(`bench: operator N=${n}: create ${o.createSeconds} s (all sent after ${o.sentSeconds?.create} s), scale ${o.scaleSeconds} s (sent after ${o.sentSeconds?.scale} s), rollout ${o.rollout?.seconds ?? '-'} s`);
   const g = goBinary ? await goOperatorRun(n, s, goBinary) : undefined;
   if (g) log(`bench: Go operator N=${n}: create ${g.createSeconds} s, scale ${g.scaleSeconds} s`);
   const ratio = (a: number, b: number) => Math.round((a / b) * 100) / 100;

@@ -58,12 +58,12 @@ describe('bench report', () => {
     const operatorCpu = { etcd: 12, 'kube-apiserver': 66, 'kube-controller-manager': 10, 'kube-scheduler': 5, kwok: 5, operator: 8, bench: 2, total: 108 };
     const text = table({
       date: '2026-12-03T20:30:00Z', machine: { cpus: 2, cpuModel: 'test', memoryGiB: 24, node: 'v24', kubernetes: 'v1.37.2' },
-      runs: [{ ...r, floor: { ...r.floor, cpuSecondsByProcess: floorCpu }, operator: { ...r.operator, cpuSecondsByProcess: operatorCpu }, ratios: { ...r.ratios, allCpu: 1.13 } }],
+      runs: [{ ...r, floor: { ...r.floor, cpuSecondsByProcess: floorCpu, sentSeconds: { create: 12, scale: 5 } }, operator: { ...r.operator, cpuSecondsByProcess: operatorCpu }, ratios: { ...r.ratios, allCpu: 1.13 } }],
     });
     // floor: 96 s of CPU over 40 + 20 s on 2 cores = 80% busy; no operator process
-    expect(text).toContain('| 1000 | floor | 60 s | 80% | 10 s | 60 s | 10 s | 5 s | 5 s | - | 6 s | 96 s | 1 |');
+    expect(text).toContain('| 1000 | floor | 60 s | 80% | 10 s | 60 s | 10 s | 5 s | 5 s | - | 6 s | 96 s | 1 | 12 s / 5 s |');
     // operator: 108 s over 40 + 24 s = 84%
-    expect(text).toContain('| 1000 | operator | 64 s | 84% | 12 s | 66 s | 10 s | 5 s | 5 s | 8 s | 2 s | 108 s | **1.13** |');
+    expect(text).toContain('| 1000 | operator | 64 s | 84% | 12 s | 66 s | 10 s | 5 s | 5 s | 8 s | 2 s | 108 s | **1.13** | - |');
   });
 
   it('shows a single run\'s own ratio when not repeated', () => {
