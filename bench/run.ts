@@ -8,7 +8,7 @@
 // With --go, last, a controller-runtime (Go) reference operator (bench/go-operator/) on a third fresh
 // control plane, create and scale, checked to apply render()'s very objects.
 // Writes bench/results.json and the README table. Usage: npm run bench [-- --n 1000] [--growth]
-// [--2500] [--edits 200] [--steady 60] [--no-rollout] [--go] [--profile <dir>]
+// [--2500] [--edits 200] [--steady 60] [--no-rollout] [--go] [--repeat K] [--profile <dir>]
 // The operator's own settings (WORKERS, STATUS_INTERVAL_MS) pass through from the environment.
 import { KubeConfig, type KubernetesObject, type V1Deployment } from '@kubernetes/client-node';
 import { execFileSync, spawn } from 'node:child_process';
