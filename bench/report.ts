@@ -110,6 +110,8 @@ export interface Repetition {
   readonly operator: {
     readonly createSeconds: number; readonly scaleSeconds: number; readonly rolloutSeconds?: number; readonly apiserverCpuSeconds: number;
     readonly cpuSeconds: number; readonly editP99Ms: number; readonly statusPatchesPerCrScaled: number;
+    /** Writes and reconciles in the steady state. */
+    readonly steadyState?: { readonly writes: number; readonly reconciles: number };
   };
   readonly goOperator?: { readonly createSeconds: number; readonly scaleSeconds: number; readonly apiserverCpuSeconds: number };
   readonly ratios: BenchRun['ratios'];
@@ -143,6 +145,7 @@ export function repetitionOf(run: BenchRun): Repetition {
     operator: {
       createSeconds: o.createSeconds, scaleSeconds: o.scaleSeconds, rolloutSeconds: o.rollout?.seconds, apiserverCpuSeconds: o.apiserverCpuSeconds,
       cpuSeconds: o.cpuSeconds, editP99Ms: o.editLatencyMs.p99, statusPatchesPerCrScaled: o.statusPatchesPerCr.scale,
+      steadyState: { writes: o.steadyState.writes, reconciles: o.steadyState.reconciles },
     },
     ...(g ? { goOperator: { createSeconds: g.createSeconds, scaleSeconds: g.scaleSeconds, apiserverCpuSeconds: g.apiserverCpuSeconds } } : {}),
     ratios: run.ratios,
@@ -271,15 +274,15 @@ export function table(r: BenchResults): string {
       '',
       'Repetitions (`--repeat K`), in the order run; each ratio divides by the floor of its own repetition:',
       '',
-      '| N | repetition (UTC) | load before | create: floor / operator (ratio) | scale +1 (ratio) | new default image (ratio) | kube-apiserver CPU (ratio) | all processes\' CPU, ratio | operator CPU, create + scale | edit p99 | Go: create / scale / kube-apiserver CPU ratios |',
-      '|---|---|---|---|---|---|---|---|---|---|---|',
+      '| N | repetition (UTC) | load before | create: floor / operator (ratio) | scale +1 (ratio) | new default image (ratio) | kube-apiserver CPU (ratio) | all processes\' CPU, ratio | operator CPU, create + scale | edit p99 | steady state: writes / reconciles | Go: create / scale / kube-apiserver CPU ratios |',
+      '|---|---|---|---|---|---|---|---|---|---|---|---|',
     );
     for (const run of repeated) {
       for (const p of run.repetitions!) {
         const { floor: f, operator: o, ratios: q } = p;
         lines.push(`| ${run.n} | ${p.date.slice(0, 16).replace('T', ' ')} | ${p.loadAverage.start[0]} | ${f.createSeconds} / ${o.createSeconds} s (${q.create}) | ` +
           `${f.scaleSeconds} / ${o.scaleSeconds} s (${q.scale}) | ${dash(f.rolloutSeconds)} / ${dash(o.rolloutSeconds, ' s')} (${dash(q.rollout)}) | ` +
-          `${f.apiserverCpuSeconds} / ${o.apiserverCpuSeconds} s (${q.apiserverCpu}) | ${dash(q.allCpu)} | ${o.cpuSeconds} s | ${o.editP99Ms} ms | ${q.go ? `${q.go.create} / ${q.go.scale} / ${q.go.apiserverCpu}` : '-'} |`);
+          `${f.apiserverCpuSeconds} / ${o.apiserverCpuSeconds} s (${q.apiserverCpu}) | ${dash(q.allCpu)} | ${o.cpuSeconds} s | ${o.editP99Ms} ms | ${o.steadyState ? `${o.steadyState.writes} / ${o.steadyState.reconciles}` : '-'} | ${q.go ? `${q.go.create} / ${q.go.scale} / ${q.go.apiserverCpu}` : '-'} |`);
       }
     }
   }
