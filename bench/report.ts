@@ -98,7 +98,7 @@ export interface BenchRun {
     readonly create: number; readonly scale: number; readonly rollout?: number; readonly apiserverCpu: number;
     /** CPU of every process of the run (control plane, operator, bench) over create and scale. */
     readonly allCpu?: number;
-    readonly go?: { readonly create: number; readonly scale: number; readonly apiserverCpu: number };
+    readonly go?: { readonly create: number; readonly scale: number; readonly apiserverCpu: number; readonly allCpu?: number };
   };
 }
 
@@ -121,7 +121,7 @@ export interface Repetition {
 export interface RatioMedians {
   readonly runs: number;
   readonly create: Spread; readonly scale: Spread; readonly rollout?: Spread; readonly apiserverCpu: Spread; readonly allCpu?: Spread;
-  readonly go?: { readonly create: Spread; readonly scale: Spread; readonly apiserverCpu: Spread };
+  readonly go?: { readonly create: Spread; readonly scale: Spread; readonly apiserverCpu: Spread; readonly allCpu?: Spread };
 }
 export interface Spread { readonly median: number; readonly min: number; readonly max: number }
 
@@ -152,22 +152,20 @@ export function repetitionOf(run: BenchRun): Repetition {
   };
 }
 
-/** Medians (and ranges) of the repetitions' ratios. */
+/** Medians (and ranges) of the repetitions' ratios; a ratio some repetition lacks has none. */
 export function mediansOf(reps: Repetition[]): RatioMedians {
-  const of = (pick: (r: Repetition) => number | undefined) => {
-    const values = reps.map(pick).filter((v): v is number => v !== undefined);
+  const of = (pick: (r: BenchRun['ratios']) => number | undefined) => {
+    const values = reps.map((r) => pick(r.ratios)).filter((v): v is number => v !== undefined);
     return values.length === reps.length ? spread(values) : undefined;
   };
-  const go = reps.every((r) => r.ratios.go) ? {
-    create: spread(reps.map((r) => r.ratios.go!.create)), scale: spread(reps.map((r) => r.ratios.go!.scale)),
-    apiserverCpu: spread(reps.map((r) => r.ratios.go!.apiserverCpu)),
-  } : undefined;
+  const optional = <K extends string>(key: K, value: Spread | undefined) => (value ? { [key]: value } as Record<K, Spread> : {});
+  const goCreate = of((r) => r.go?.create);
   return {
     runs: reps.length,
-    create: of((r) => r.ratios.create)!, scale: of((r) => r.ratios.scale)!, apiserverCpu: of((r) => r.ratios.apiserverCpu)!,
-    ...(of((r) => r.ratios.allCpu) ? { allCpu: of((r) => r.ratios.allCpu) } : {}),
-    ...(of((r) => r.ratios.rollout) ? { rollout: of((r) => r.ratios.rollout) } : {}),
-    ...(go ? { go } : {}),
+    create: of((r) => r.create)!, scale: of((r) => r.scale)!, apiserverCpu: of((r) => r.apiserverCpu)!,
+    ...optional('allCpu', of((r) => r.allCpu)),
+    ...optional('rollout', of((r) => r.rollout)),
+    ...(goCreate ? { go: { create: goCreate, scale: of((r) => r.go?.scale)!, apiserverCpu: of((r) => r.go?.apiserverCpu)!, ...optional('allCpu', of((r) => r.go?.allCpu)) } } : {}),
   };
 }
 
@@ -189,7 +187,7 @@ type RatioName = 'create' | 'scale' | 'rollout' | 'apiserverCpu' | 'allCpu';
 
 /** A ratio in the tables: the run's own, or with --repeat the median and range over the repetitions. */
 function ratioCell(run: BenchRun, name: RatioName, go = false): string {
-  const goName = name === 'rollout' || name === 'allCpu' ? undefined : name;
+  const goName = name === 'rollout' ? undefined : name;
   const spread = go ? (goName ? run.medians?.go?.[goName] : undefined) : run.medians?.[name];
   if (run.medians && spread) return `**${spread.median}** (${spread.min}-${spread.max})`;
   const single = go ? (goName ? run.ratios.go?.[goName] : undefined) : run.ratios[name];
@@ -246,7 +244,7 @@ export function table(r: BenchResults): string {
       const { floor: f, operator: o, goOperator: g } = run;
       row('floor', f.createSeconds + f.scaleSeconds, f.cpuSecondsByProcess!, '1', f.sentSeconds);
       row('operator', o.createSeconds + o.scaleSeconds, o.cpuSecondsByProcess!, ratioCell(run, 'allCpu'), o.sentSeconds);
-      if (g?.cpuSecondsByProcess) row('Go operator', g.createSeconds + g.scaleSeconds, g.cpuSecondsByProcess, `**${Math.round((g.cpuSecondsByProcess.total ?? 0) / f.cpuSecondsByProcess!.total! * 100) / 100}**`);
+      if (g?.cpuSecondsByProcess) row('Go operator', g.createSeconds + g.scaleSeconds, g.cpuSecondsByProcess, ratioCell(run, 'allCpu', true));
     }
   }
   const withGo = r.runs.filter((run) => run.goOperator && run.ratios.go);

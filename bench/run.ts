@@ -23,7 +23,7 @@ import { httpGet, waitFor } from '../tools/controlplane/readiness.js';
 import { cpuMeter, cpuMeters, memoryMiB } from './proc.js';
 import { ApiserverRecorder } from './profile.js';
 import { checkSameChildren, goOperatorBinary, startGoOperator } from './go-operator.js';
-import { BenchRun, BenchSettings, FloorRun, GoOperatorRun, mediansOf, OperatorRun, repetitionOf, table, writeResults } from './report.js';
+import { BenchRun, BenchSettings, FloorRun, GoOperatorRun, mediansOf, OperatorRun, Repetition, repetitionOf, table, writeResults } from './report.js';
 import { freePort } from '../tools/controlplane/ports.js';
 import { kind, NS, OPERATOR_NS, setUpOperator } from './operator-setup.js';
 import { Tracker } from './tracker.js';
@@ -518,20 +518,20 @@ async function main(): Promise<void> {
   const runs: BenchRun[] = [];
   log(`bench: N=${s.ns.join(', ')}; settings ${JSON.stringify(settings)}; code ${commit}; load average ${loadAverage().join(' ')}`);
   for (const n of s.ns) {
-    const reps: BenchRun[] = [];
+    const at = runs.length; // this N's row, rewritten after each repetition
+    const repetitions: Repetition[] = [];
     for (let rep = 1; rep <= s.repeat; rep++) {
       if (s.repeat > 1) log(`bench: N=${n}: repetition ${rep} of ${s.repeat}`);
-      reps.push(await benchRun(n, s, { command, commit, settings }, goBinary));
-      const last = reps.at(-1)!;
-      const run: BenchRun = reps.length > 1 ? { ...last, repetitions: reps.map(repetitionOf), medians: mediansOf(reps.map(repetitionOf)) } : last;
+      const last = await benchRun(n, s, { command, commit, settings }, goBinary);
+      repetitions.push(repetitionOf(last));
+      const run: BenchRun = repetitions.length > 1 ? { ...last, repetitions: [...repetitions], medians: mediansOf(repetitions) } : last;
       if (run.medians) {
         const m = run.medians;
         log(`bench: N=${n}: medians of ${m.runs}: create ${m.create.median} (${m.create.min}-${m.create.max}), scale ${m.scale.median} (${m.scale.min}-${m.scale.max}), ` +
           `kube-apiserver CPU ${m.apiserverCpu.median} (${m.apiserverCpu.min}-${m.apiserverCpu.max})`);
       }
       // Written after each repetition: a later one that fails keeps the finished ones.
-      if (rep > 1) runs.pop();
-      runs.push(run);
+      runs[at] = run;
       const machine = { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version, kubernetes };
       const results = writeResults(root, { date: new Date().toISOString(), machine, runs });
       if (n === s.ns.at(-1) && rep === s.repeat) process.stdout.write(`${table(results)}\n`);
@@ -550,12 +550,14 @@ async function benchRun(n: number, s: Settings, how: Pick<BenchRun, 'command' | 
   const g = goBinary ? await goOperatorRun(n, s, goBinary) : undefined;
   if (g) log(`bench: Go operator N=${n}: create ${g.createSeconds} s, scale ${g.scaleSeconds} s`);
   const ratio = (a: number, b: number) => Math.round((a / b) * 100) / 100;
+  const allCpu = (run: { cpuSecondsByProcess?: Record<string, number> }) =>
+    run.cpuSecondsByProcess?.total && f.cpuSecondsByProcess?.total ? ratio(run.cpuSecondsByProcess.total, f.cpuSecondsByProcess.total) : undefined;
   const ratios = {
     create: ratio(o.createSeconds, f.createSeconds), scale: ratio(o.scaleSeconds, f.scaleSeconds),
     rollout: o.rollout && f.rolloutSeconds ? ratio(o.rollout.seconds, f.rolloutSeconds) : undefined,
     apiserverCpu: ratio(o.apiserverCpuSeconds, f.apiserverCpuSeconds),
-    allCpu: o.cpuSecondsByProcess?.total && f.cpuSecondsByProcess?.total ? ratio(o.cpuSecondsByProcess.total, f.cpuSecondsByProcess.total) : undefined,
-    ...(g ? { go: { create: ratio(g.createSeconds, f.createSeconds), scale: ratio(g.scaleSeconds, f.scaleSeconds), apiserverCpu: ratio(g.apiserverCpuSeconds, f.apiserverCpuSeconds) } } : {}),
+    allCpu: allCpu(o),
+    ...(g ? { go: { create: ratio(g.createSeconds, f.createSeconds), scale: ratio(g.scaleSeconds, f.scaleSeconds), apiserverCpu: ratio(g.apiserverCpuSeconds, f.apiserverCpuSeconds), allCpu: allCpu(g) } } : {}),
   };
   log(`bench: N=${n}: ratios create ${ratios.create}, scale ${ratios.scale}, kube-apiserver CPU ${ratios.apiserverCpu}, all processes' CPU ${ratios.allCpu}`);
   log(`bench: N=${n}: CPU seconds over create and scale, floor ${JSON.stringify(f.cpuSecondsByProcess)}, operator ${JSON.stringify(o.cpuSecondsByProcess)}`);
