@@ -1,6 +1,7 @@
 // The benchmark's results: their shape, bench/results.json, and the README table made from them.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { AuditEvent } from '../tools/controlplane/audit.js';
 
 /** `verb resource[/subresource]` -> requests. */
 export type RequestCounts = Record<string, number>;
@@ -20,7 +21,11 @@ export interface FloorRun {
   /** When the bench's last request of the phase was answered (the rest is waiting for convergence). */
   readonly sentSeconds?: { readonly create: number; readonly scale: number };
   readonly requests: { readonly create: RequestCounts; readonly scale: RequestCounts; readonly rollout?: RequestCounts };
+  /** Writes to the API server per app in each phase, by every client (writesPerApp). */
+  readonly writesPerApp?: WritesPerApp;
 }
+
+export interface WritesPerApp { readonly create: number; readonly scale: number }
 
 export interface OperatorRun extends FloorRun {
   /** Operator CPU over the same window as apiserverCpuSeconds. */
@@ -56,6 +61,7 @@ export interface GoOperatorRun {
   readonly cpuSecondsByProcess?: Record<string, number>;
   readonly rssMiB: { readonly idle: number; readonly peak: number };
   readonly requests: { readonly create: RequestCounts; readonly scale: RequestCounts };
+  readonly writesPerApp?: WritesPerApp;
   readonly statusPatchesPerCr: { readonly create: number; readonly scale: number };
   /** The CR whose Deployment and Service were checked to be render()'s, field by field. */
   readonly sameChildrenAs: string;
@@ -124,6 +130,23 @@ export interface RatioMedians {
   readonly go?: { readonly create: Spread; readonly scale: Spread; readonly apiserverCpu: Spread; readonly allCpu?: Spread };
 }
 export interface Spread { readonly median: number; readonly min: number; readonly max: number }
+
+/**
+ * Writes to the API server per app between two instants, by every client (the bench, the operator,
+ * kube-controller-manager, kube-scheduler, kwok, the API server itself): what the control plane had
+ * to do for a phase, a count the machine's load does not change. Lease renewals are left out: they
+ * are heartbeats on a clock, not work per app.
+ */
+export function writesPerApp(audit: readonly AuditEvent[], n: number, from: string, to: string): number {
+  const [t0, t1] = [Date.parse(from), Date.parse(to)]; // as instants: the audit log's microseconds and ISO milliseconds do not compare as strings
+  const count = audit.filter((e) => {
+    const t = Date.parse(e.stageTimestamp);
+    return t >= t0 && t < t1 && WRITE_VERBS.has(e.verb) && e.objectRef?.resource !== 'leases';
+  }).length;
+  return Math.round(count / n * 100) / 100;
+}
+const ratioOf = (a: number, b: number) => Math.round((a / b) * 100) / 100;
+const WRITE_VERBS = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
 
 export function median(values: number[]): number {
   const v = [...values].sort((a, b) => a - b);
@@ -245,6 +268,24 @@ export function table(r: BenchResults): string {
       row('floor', f.createSeconds + f.scaleSeconds, f.cpuSecondsByProcess!, '1', f.sentSeconds);
       row('operator', o.createSeconds + o.scaleSeconds, o.cpuSecondsByProcess!, ratioCell(run, 'allCpu'), o.sentSeconds);
       if (g?.cpuSecondsByProcess) row('Go operator', g.createSeconds + g.scaleSeconds, g.cpuSecondsByProcess, ratioCell(run, 'allCpu', true));
+    }
+  }
+  const withWrites = r.runs.filter((run) => run.floor.writesPerApp && run.operator.writesPerApp);
+  if (withWrites.length > 0) {
+    lines.push(
+      '',
+      'Writes to the API server per app, by every client (the bench, the operator, kube-controller-manager, kube-scheduler, kwok, the API server; Lease renewals left out), from the audit log of the last repetition of a row. ' +
+        'A count the load does not change. With the cores saturated, time follows the total work; beside the floor\'s writes, a CR-based operator adds at least two per app in each phase: the CR\'s own create or edit, and one status write.',
+      '',
+      '| N | run | create | ratio | scale +1 | ratio |',
+      '|---|---|---|---|---|---|',
+    );
+    for (const run of withWrites) {
+      const f = run.floor.writesPerApp!;
+      const row = (who: string, w: WritesPerApp) => lines.push(`| ${run.n} | ${who} | ${w.create} | ${ratioOf(w.create, f.create)} | ${w.scale} | ${ratioOf(w.scale, f.scale)} |`);
+      row('floor', f);
+      row('operator', run.operator.writesPerApp!);
+      if (run.goOperator?.writesPerApp) row('Go operator', run.goOperator.writesPerApp);
     }
   }
   const withGo = r.runs.filter((run) => run.goOperator && run.ratios.go);

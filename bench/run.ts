@@ -23,7 +23,7 @@ import { httpGet, waitFor } from '../tools/controlplane/readiness.js';
 import { cpuMeter, cpuMeters, memoryMiB } from './proc.js';
 import { ApiserverRecorder } from './profile.js';
 import { checkSameChildren, goOperatorBinary, startGoOperator } from './go-operator.js';
-import { BenchRun, BenchSettings, FloorRun, GoOperatorRun, mediansOf, OperatorRun, Repetition, repetitionOf, table, writeResults } from './report.js';
+import { BenchRun, BenchSettings, FloorRun, GoOperatorRun, mediansOf, OperatorRun, Repetition, repetitionOf, table, writeResults, writesPerApp } from './report.js';
 import { freePort } from '../tools/controlplane/ports.js';
 import { kind, NS, OPERATOR_NS, setUpOperator } from './operator-setup.js';
 import { Tracker } from './tracker.js';
@@ -174,7 +174,8 @@ async function createThenScale(who: string, n: number, s: Settings, rest: RestCl
   await pool(range(n), s.concurrency, (i) => patchSize(rest, i, s.size + 1));
   const scaleSent = seconds(tScale);
   await crs.waitFor(`${who}: ${n} CRs scaled`, n, crConverged(s.size + 1), 1_800_000);
-  return { tCreateIso, tScaleIso, createSeconds, scaleSeconds: seconds(tScale), sentSeconds: { create: createSent, scale: scaleSent } };
+  const scaleSeconds = seconds(tScale);
+  return { tCreateIso, tScaleIso, tScaledIso: at(), createSeconds, scaleSeconds, sentSeconds: { create: createSent, scale: scaleSent } };
 }
 
 const isWrite = (what: string) => /^(create|update|patch|delete|deletecollection) /.test(what);
@@ -269,6 +270,7 @@ async function floor(n: number, s: Settings): Promise<FloorRun> {
       cpuSecondsByProcess,
       sentSeconds: { create: createSent, scale: scaleSent },
       requests: { create: requests(audit, FLOOR_USER, tCreateIso, tScaleIso), scale: requests(audit, FLOOR_USER, tScaleIso, tEndIso) },
+      writesPerApp: { create: writesPerApp(audit, n, tCreateIso, tScaleIso), scale: writesPerApp(audit, n, tScaleIso, tEndIso) },
     };
   } finally {
     await cp.stop();
@@ -330,7 +332,7 @@ async function operatorRun(n: number, s: Settings, onExit: (code: number | null)
       const allCpu = machineCpu(cp, pid);
       const at = () => new Date().toISOString();
 
-      const { tCreateIso, tScaleIso, createSeconds, scaleSeconds, sentSeconds } = await createThenScale('operator', n, s, rest, crs, recorder);
+      const { tCreateIso, tScaleIso, tScaledIso, createSeconds, scaleSeconds, sentSeconds } = await createThenScale('operator', n, s, rest, crs, recorder);
       const apiserverCpuSeconds = apiserverCpu();
       const cpuSeconds = operatorCpu();
       const cpuSecondsByProcess = allCpu();
@@ -422,6 +424,7 @@ async function operatorRun(n: number, s: Settings, onExit: (code: number | null)
         heapUsedMiB,
         editLatencyMs: { count: latencies.length, p50: percentile(latencies, 50), p90: percentile(latencies, 90), p99: percentile(latencies, 99), max: percentile(latencies, 100) },
         requests: { create, scale, ...(rollout ? { rollout: rolloutRequests } : {}) },
+        writesPerApp: { create: writesPerApp(audit, n, tCreateIso, tScaleIso), scale: writesPerApp(audit, n, tScaleIso, tScaledIso) },
         statusPatchesPerCr: { create: statusPatches(create), scale: statusPatches(scale), rollout: rollout ? statusPatches(rolloutRequests) : undefined },
         steadyState: { seconds: s.steadySeconds, writes: sum(steady, isWrite), reconciles: steadyReconciles },
         rollout,
@@ -455,7 +458,7 @@ async function goOperatorRun(n: number, s: Settings, binary: string): Promise<Go
       const allCpu = machineCpu(cp, op.pid);
       const at = () => new Date().toISOString();
 
-      const { tCreateIso, tScaleIso, createSeconds, scaleSeconds } = await createThenScale('Go operator', n, s, rest, crs);
+      const { tCreateIso, tScaleIso, tScaledIso, createSeconds, scaleSeconds } = await createThenScale('Go operator', n, s, rest, crs);
       const apiserverCpuSeconds = apiserverCpu();
       const cpuSeconds = operatorCpu();
       const cpuSecondsByProcess = allCpu();
@@ -478,6 +481,7 @@ async function goOperatorRun(n: number, s: Settings, binary: string): Promise<Go
         createSeconds, scaleSeconds, apiserverCpuSeconds, cpuSeconds, cpuSecondsByProcess,
         rssMiB: { idle: rssIdleMiB, peak: rssPeakMiB },
         requests: { create, scale },
+        writesPerApp: { create: writesPerApp(audit, n, tCreateIso, tScaleIso), scale: writesPerApp(audit, n, tScaleIso, tScaledIso) },
         statusPatchesPerCr: { create: statusPatches(create), scale: statusPatches(scale) },
         sameChildrenAs: 'app-0',
         workers: 4,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { BenchRun, median, mediansOf, repetitionOf, table } from '../../bench/report.js';
+import type { AuditEvent } from '../../tools/controlplane/audit.js';
+import { BenchRun, median, mediansOf, repetitionOf, table, writesPerApp } from '../../bench/report.js';
 
 /** A bench run of N=1000 whose operator took `scale` times the floor's 20 s to scale. */
 function run(date: string, scale: number, apiserverCpu: number): BenchRun {
@@ -73,5 +74,31 @@ describe('bench report', () => {
     });
     expect(text).toContain('| 20 s / 30 s | **1.5** |');
     expect(text).not.toContain('Repetitions');
+  });
+
+  it('counts every client\'s writes per app within the phase, without Lease renewals or reads', () => {
+    const e = (verb: string, resource: string, at: string, username = 'system:kube-controller-manager'): AuditEvent =>
+      ({ auditID: at + verb + resource, stage: 'ResponseComplete', verb, requestURI: '/', user: { username }, objectRef: { resource }, stageTimestamp: at });
+    const audit = [
+      e('patch', 'deployments', '2026-12-03T20:00:00.500Z', 'system:serviceaccount:bench:floor'),
+      e('create', 'pods', '2026-12-03T20:00:01Z'),
+      e('create', 'pods/binding', '2026-12-03T20:00:01.5Z', 'system:kube-scheduler'),
+      e('update', 'leases', '2026-12-03T20:00:02Z'), // a heartbeat
+      e('get', 'deployments', '2026-12-03T20:00:02Z'), // a read
+      e('patch', 'pods', '2026-12-03T20:00:10Z'), // the next phase
+    ];
+    expect(writesPerApp(audit, 2, '2026-12-03T20:00:00Z', '2026-12-03T20:00:10Z')).toBe(1.5);
+    expect(writesPerApp(audit, 1, '2026-12-03T20:00:10Z', '2026-12-03T20:00:20Z')).toBe(1);
+  });
+
+  it('shows the writes per app of each run against the floor\'s', () => {
+    const r = run('2026-12-03T20:00:00Z', 1.2, 1.1);
+    const text = table({
+      date: '2026-12-03T20:30:00Z', machine: { cpus: 2, cpuModel: 'test', memoryGiB: 24, node: 'v24', kubernetes: 'v1.37.2' },
+      runs: [{ ...r, floor: { ...r.floor, writesPerApp: { create: 24, scale: 13 } }, operator: { ...r.operator, writesPerApp: { create: 26, scale: 15 } } }],
+    });
+    expect(text).toContain('| 1000 | floor | 24 | 1 | 13 | 1 |');
+    expect(text).toContain('| 1000 | operator | 26 | 1.08 | 15 | 1.15 |');
+    expect(text).not.toContain('| 1000 | Go operator | ');
   });
 });
