@@ -143,10 +143,15 @@ export function writesPerApp(audit: readonly AuditEvent[], n: number, from: stri
     const t = Date.parse(e.stageTimestamp);
     return t >= t0 && t < t1 && WRITE_VERBS.has(e.verb) && e.objectRef?.resource !== 'leases';
   }).length;
-  return Math.round(count / n * 100) / 100;
+  return ratioOf(count, n);
 }
-const ratioOf = (a: number, b: number) => Math.round((a / b) * 100) / 100;
+
+/** a / b to two decimals: every ratio and per-CR figure of the bench. */
+export const ratioOf = (a: number, b: number) => Math.round((a / b) * 100) / 100;
+
 const WRITE_VERBS = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
+/** Whether a `verb resource` key of RequestCounts is a write. */
+export const isWrite = (what: string) => WRITE_VERBS.has(what.split(' ', 1)[0]!);
 
 export function median(values: number[]): number {
   const v = [...values].sort((a, b) => a - b);
@@ -200,7 +205,7 @@ export interface BenchResults {
   readonly runs: BenchRun[];
 }
 
-const writes = (counts: RequestCounts) => Object.entries(counts).filter(([w]) => /^(create|update|patch|delete) /.test(w)).reduce((s, [, n]) => s + n, 0);
+const writes = (counts: RequestCounts) => Object.entries(counts).filter(([w]) => isWrite(w)).reduce((s, [, n]) => s + n, 0);
 const reads = (counts: RequestCounts) => Object.entries(counts).filter(([w]) => /^(get|list) /.test(w)).reduce((s, [, n]) => s + n, 0);
 const perCr = (count: number, n: number) => (count / n).toFixed(2);
 

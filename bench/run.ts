@@ -23,7 +23,7 @@ import { httpGet, waitFor } from '../tools/controlplane/readiness.js';
 import { cpuMeter, cpuMeters, memoryMiB } from './proc.js';
 import { ApiserverRecorder } from './profile.js';
 import { checkSameChildren, goOperatorBinary, startGoOperator } from './go-operator.js';
-import { BenchRun, BenchSettings, FloorRun, GoOperatorRun, mediansOf, OperatorRun, Repetition, repetitionOf, table, writeResults, writesPerApp } from './report.js';
+import { BenchRun, BenchSettings, FloorRun, GoOperatorRun, isWrite, mediansOf, OperatorRun, ratioOf, Repetition, repetitionOf, table, writeResults, writesPerApp } from './report.js';
 import { freePort } from '../tools/controlplane/ports.js';
 import { kind, NS, OPERATOR_NS, setUpOperator } from './operator-setup.js';
 import { Tracker } from './tracker.js';
@@ -145,7 +145,7 @@ function requests(audit: AuditEvent[], user: string, from: string, to: string): 
 }
 
 /** Status patches per CR in one phase's request counts. */
-const statusPatchesPerCr = (counts: Record<string, number>, n: number) => Math.round((counts[`patch ${kind.plural}/status`] ?? 0) / n * 100) / 100;
+const statusPatchesPerCr = (counts: Record<string, number>, n: number) => ratioOf(counts[`patch ${kind.plural}/status`] ?? 0, n);
 
 /** app-i's spec.size patched as a user's edit (a merge patch). */
 function patchSize(rest: RestClient, i: number, size: number): Promise<unknown> {
@@ -178,7 +178,6 @@ async function createThenScale(who: string, n: number, s: Settings, rest: RestCl
   return { tCreateIso, tScaleIso, tScaledIso: at(), createSeconds, scaleSeconds, sentSeconds: { create: createSent, scale: scaleSent } };
 }
 
-const isWrite = (what: string) => /^(create|update|patch|delete|deletecollection) /.test(what);
 const sum = (counts: Record<string, number>, pick: (what: string) => boolean = () => true) =>
   Object.entries(counts).filter(([w]) => pick(w)).reduce((s, [, n]) => s + n, 0);
 
@@ -553,15 +552,14 @@ async function benchRun(n: number, s: Settings, how: Pick<BenchRun, 'command' | 
   log(`bench: operator N=${n}: create ${o.createSeconds} s (all sent after ${o.sentSeconds?.create} s), scale ${o.scaleSeconds} s (sent after ${o.sentSeconds?.scale} s), rollout ${o.rollout?.seconds ?? '-'} s`);
   const g = goBinary ? await goOperatorRun(n, s, goBinary) : undefined;
   if (g) log(`bench: Go operator N=${n}: create ${g.createSeconds} s, scale ${g.scaleSeconds} s`);
-  const ratio = (a: number, b: number) => Math.round((a / b) * 100) / 100;
   const allCpu = (run: { cpuSecondsByProcess?: Record<string, number> }) =>
-    run.cpuSecondsByProcess?.total && f.cpuSecondsByProcess?.total ? ratio(run.cpuSecondsByProcess.total, f.cpuSecondsByProcess.total) : undefined;
+    run.cpuSecondsByProcess?.total && f.cpuSecondsByProcess?.total ? ratioOf(run.cpuSecondsByProcess.total, f.cpuSecondsByProcess.total) : undefined;
   const ratios = {
-    create: ratio(o.createSeconds, f.createSeconds), scale: ratio(o.scaleSeconds, f.scaleSeconds),
-    rollout: o.rollout && f.rolloutSeconds ? ratio(o.rollout.seconds, f.rolloutSeconds) : undefined,
-    apiserverCpu: ratio(o.apiserverCpuSeconds, f.apiserverCpuSeconds),
+    create: ratioOf(o.createSeconds, f.createSeconds), scale: ratioOf(o.scaleSeconds, f.scaleSeconds),
+    rollout: o.rollout && f.rolloutSeconds ? ratioOf(o.rollout.seconds, f.rolloutSeconds) : undefined,
+    apiserverCpu: ratioOf(o.apiserverCpuSeconds, f.apiserverCpuSeconds),
     allCpu: allCpu(o),
-    ...(g ? { go: { create: ratio(g.createSeconds, f.createSeconds), scale: ratio(g.scaleSeconds, f.scaleSeconds), apiserverCpu: ratio(g.apiserverCpuSeconds, f.apiserverCpuSeconds), allCpu: allCpu(g) } } : {}),
+    ...(g ? { go: { create: ratioOf(g.createSeconds, f.createSeconds), scale: ratioOf(g.scaleSeconds, f.scaleSeconds), apiserverCpu: ratioOf(g.apiserverCpuSeconds, f.apiserverCpuSeconds), allCpu: allCpu(g) } } : {}),
   };
   log(`bench: N=${n}: ratios create ${ratios.create}, scale ${ratios.scale}, kube-apiserver CPU ${ratios.apiserverCpu}, all processes' CPU ${ratios.allCpu}`);
   log(`bench: N=${n}: CPU seconds over create and scale, floor ${JSON.stringify(f.cpuSecondsByProcess)}, operator ${JSON.stringify(o.cpuSecondsByProcess)}`);
