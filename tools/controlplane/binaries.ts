@@ -55,7 +55,7 @@ function fromEnv(name: BinaryName, env: NodeJS.ProcessEnv): string | undefined {
 
 /** Same folder build.sh computes: keyed by the k8s version and a hash of the pinned module sums. */
 export function cacheDir(env: NodeJS.ProcessEnv = process.env): string {
-  const files = ['k8s/go.sum', 'k8s/cmd/etcd/main.go', 'build.sh'].map((f) => readFileSync(join(here, f)));
+  const files = ['k8s/go.sum', 'k8s/cmd/etcd/main.go', 'node/go.sum', 'node/cmd/pause/main.go', 'build.sh'].map((f) => readFileSync(join(here, f)));
   const key = createHash('sha256').update(Buffer.concat(files)).digest('hex').slice(0, 12);
   const goMod = readFileSync(join(here, 'k8s/go.mod'), 'utf8');
   const version = /k8s\.io\/kubernetes (v\S+)/.exec(goMod)?.[1] ?? 'unknown';
