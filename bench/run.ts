@@ -14,9 +14,9 @@ import { KubeConfig, type KubernetesObject, type V1Deployment } from '@kubernete
 import { execFileSync, spawn } from 'node:child_process';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { render, type AppResource } from '../operator/render.js';
-import { RestClient } from '../operator/rest.js';
-import { DEFAULT_STATUS_INTERVAL_MS, DEFAULT_WORKERS } from '../operator/settings.js';
+import { render, type AppResource } from 'appkind-operator/kinds';
+import { RestClient } from 'appkind-operator/runtime';
+import { DEFAULT_STATUS_INTERVAL_MS, DEFAULT_WORKERS } from 'appkind-operator/settings';
 import type { AuditEvent } from '../tools/controlplane/audit.js';
 import { ControlPlane } from '../tools/controlplane/controlplane.js';
 import { httpGet, waitFor } from '../tools/controlplane/readiness.js';

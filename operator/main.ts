@@ -4,13 +4,13 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { ConfigError } from './config.js';
+import { ConfigError } from './kinds/config.js';
 import { applyFlags, USAGE } from './flags.js';
-import { startProbeServers } from './health.js';
-import { LeaderElector } from './leader.js';
-import { createLogger, Logger } from './log.js';
-import { OperatorMetrics } from './metrics.js';
-import { Operator } from './operator.js';
+import { startProbeServers } from './runtime/health.js';
+import { LeaderElector } from './runtime/leader.js';
+import { createLogger, Logger } from './runtime/log.js';
+import { OperatorMetrics } from './runtime/metrics.js';
+import { Operator } from './controller/operator.js';
 import { loadSettings, OperatorSettings } from './settings.js';
 
 const IN_CLUSTER_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';

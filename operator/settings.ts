@@ -1,7 +1,7 @@
 import { AppKind } from 'cdk8s-appkind';
-import { ConfigError, loadAppKinds, watchNamespaces } from './config.js';
+import { ConfigError, loadAppKinds, watchNamespaces } from './kinds/config.js';
+import type { LogLevel } from './runtime/log.js';
 
-export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
 /** Everything the operator process is configured with; read from the environment (flags override). */
 export interface OperatorSettings {

@@ -7,13 +7,13 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { KubeConfig, KubernetesObject, V1Deployment, V1Pod, V1Service } from '@kubernetes/client-node';
 import { AppKind } from 'cdk8s-appkind';
-import { OWNER_INDEX, ownerIndex, ResourceCache, withOwnManagedFields, withoutManagedFields } from '../../operator/cache.js';
-import { SAMPLE_KIND } from '../../operator/config.js';
-import { EventRecorder } from '../../operator/events.js';
-import { Informer, InformerSource } from '../../operator/informer.js';
-import { silentLogger } from '../../operator/log.js';
-import { CachedResource, controllerOf, Reconciler, ReconcileError, resourceKey } from '../../operator/reconcile.js';
-import { ApiError, isCreateOnlyRefusal, RestClient } from '../../operator/rest.js';
+import { OWNER_INDEX, ownerIndex, ResourceCache, withOwnManagedFields, withoutManagedFields } from '../../operator/runtime/cache.js';
+import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { EventRecorder } from '../../operator/runtime/events.js';
+import { Informer, InformerSource } from '../../operator/runtime/informer.js';
+import { silentLogger } from '../../operator/runtime/log.js';
+import { CachedResource, controllerOf, Reconciler, ReconcileError, resourceKey } from '../../operator/controller/reconcile.js';
+import { ApiError, isCreateOnlyRefusal, RestClient } from '../../operator/runtime/rest.js';
 import { createTestNamespace, crObject, eventually, FOREIGN_IMAGE, foreignDeployment, readSharedAuditLog, sharedCluster } from './cluster.js';
 import { installCrds } from './operator-process.js';
 

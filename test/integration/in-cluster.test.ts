@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { AppKind } from 'cdk8s-appkind';
-import { ApiError, APPLY_PATCH, RestClient } from '../../operator/rest.js';
+import { ApiError, APPLY_PATCH, RestClient } from '../../operator/runtime/rest.js';
 import { applyManifests } from '../../tools/controlplane/apply.js';
 import type { AuditEvent } from '../../tools/controlplane/audit.js';
 import { ControlPlane } from '../../tools/controlplane/controlplane.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { Chart, Testing } from 'cdk8s';
 import { AppKind, LogLevel, OperatorBundle, OperatorBundleProps } from 'cdk8s-appkind';
-import { kindsFromDocument, SAMPLE_KIND } from '../../operator/config.js';
+import { kindsFromDocument, SAMPLE_KIND } from '../../operator/kinds/config.js';
 import { DEFAULT_WORKERS } from '../../operator/settings.js';
 
 const TAKARA: AppKind = {

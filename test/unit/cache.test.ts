@@ -1,9 +1,10 @@
 import { describe, expect, it } from '@jest/globals';
 import { V1Deployment, V1Pod, V1Service } from '@kubernetes/client-node';
-import { childNameIndex, childNameKey, deploymentChanged, freedNodePorts, instanceIndex, nodePortIndex, ownerIndex, podChanged, podSummary, withoutManagedFields } from '../../operator/cache.js';
-import { SAMPLE_KIND } from '../../operator/config.js';
-import { render } from '../../operator/render.js';
-import { RenderCache } from '../../operator/render-cache.js';
+import { ownerIndex, withoutManagedFields } from '../../operator/runtime/cache.js';
+import { childNameIndex, childNameKey, deploymentChanged, freedNodePorts, instanceIndex, nodePortIndex, podChanged, podSummary } from '../../operator/controller/indexes.js';
+import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { render } from '../../operator/kinds/render.js';
+import { RenderCache } from '../../operator/controller/render-cache.js';
 
 const pod: V1Pod = {
   apiVersion: 'v1',

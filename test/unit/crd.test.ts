@@ -3,8 +3,8 @@ import { Testing } from 'cdk8s';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AppKindCrd, type AppKind } from 'cdk8s-appkind';
-import { kindsFromFile, SAMPLE_KIND } from '../../operator/config.js';
-import { crdFileName, crdYaml } from '../../operator/crd-yaml.js';
+import { kindsFromFile, SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { crdFileName, crdYaml } from '../../operator/kinds/crd-yaml.js';
 
 type Schema = { type?: string; properties?: Record<string, Schema>; items?: Schema; minimum?: number; maximum?: number; minLength?: number; default?: unknown; [k: string]: unknown };
 type Version = {

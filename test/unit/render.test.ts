@@ -2,8 +2,8 @@ import { describe, expect, test } from '@jest/globals';
 import { Testing } from 'cdk8s';
 import { EchoFlask } from '../../imports/swallowlab.com.js';
 import { Takara } from '../../imports/maho.takara.org.js';
-import { SAMPLE_KIND } from '../../operator/config.js';
-import { render, type AppResource } from '../../operator/render.js';
+import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { render, type AppResource } from '../../operator/kinds/render.js';
 import { sampleResource } from '../../sample.js';
 
 const cr = (spec: AppResource['spec'], namespace = 'default'): AppResource => ({

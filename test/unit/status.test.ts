@@ -1,6 +1,6 @@
 import { describe, expect, test } from '@jest/globals';
 import { V1Deployment, V1Pod, V1Service } from '@kubernetes/client-node';
-import { computeStatus, podsRefusedEvent, replicaFailureOf, selectorString, statusEqual, StatusInput } from '../../operator/status.js';
+import { computeStatus, podsRefusedEvent, replicaFailureOf, selectorString, statusEqual, StatusInput } from '../../operator/controller/status.js';
 
 const labels = { 'app.kubernetes.io/name': 'echoflask', 'app.kubernetes.io/instance': 'example-echoflask', 'app.kubernetes.io/managed-by': 'cdk8s-appkind' };
 const pod = (name: string, ready: boolean, deleting = false): V1Pod => ({

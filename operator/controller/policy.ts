@@ -1,5 +1,5 @@
 import { AppKind, ImagePolicy } from 'cdk8s-appkind';
-import { AppResource } from './render.js';
+import { AppResource } from '../kinds/render.js';
 import { ReconcileFailure } from './status.js';
 
 /**

@@ -1,16 +1,19 @@
 import { KubeConfig, KubernetesObject, V1Deployment, V1Pod, V1Service } from '@kubernetes/client-node';
 import { AppKind, AppKindCrd, ContainerApp } from 'cdk8s-appkind';
-import { CHILD_NAME_INDEX, childNameIndex, childNameKey, deploymentChanged, freedNodePorts, INSTANCE_INDEX, instanceIndex, NODE_PORT_INDEX, nodePortIndex, OWNER_INDEX, ownerIndex, podChanged, podSummary, ResourceCache, withOwnManagedFields, withoutManagedFields } from './cache.js';
-import { EventRecorder } from './events.js';
-import { IndexFunc, Informer, InformerHandler, InformerSource } from './informer.js';
-import { describeObject } from './kube.js';
-import { Logger } from './log.js';
-import { OperatorMetrics, queueHooks } from './metrics.js';
-import { HandlerResult, WorkQueue } from './queue.js';
+import { OWNER_INDEX, ownerIndex, ResourceCache, withOwnManagedFields, withoutManagedFields } from '../runtime/cache.js';
+import {
+  CHILD_NAME_INDEX, childNameIndex, childNameKey, deploymentChanged, freedNodePorts, INSTANCE_INDEX, instanceIndex, NODE_PORT_INDEX, nodePortIndex, podChanged, podSummary,
+} from './indexes.js';
+import { EventRecorder } from '../runtime/events.js';
+import { IndexFunc, Informer, InformerHandler, InformerSource } from '../runtime/informer.js';
+import { describeObject } from '../runtime/kube.js';
+import { Logger } from '../runtime/log.js';
+import { OperatorMetrics, queueHooks } from '../runtime/metrics.js';
+import { HandlerResult, WorkQueue } from '../runtime/queue.js';
 import { CachedResource, CHILD_SELECTOR, controllerOf, Reconciler, resourceKey } from './reconcile.js';
 import { RenderCache } from './render-cache.js';
-import { RestClient } from './rest.js';
-import { OperatorSettings } from './settings.js';
+import { RestClient } from '../runtime/rest.js';
+import { OperatorSettings } from '../settings.js';
 import { StatusPacer } from './status-pacer.js';
 
 /**

@@ -1,17 +1,18 @@
 import { KubernetesObject, V1Deployment, V1OwnerReference, V1Pod, V1Service } from '@kubernetes/client-node';
 import { AppKind, ContainerApp } from 'cdk8s-appkind';
-import { AppResource, appPropsFor, KubeObject } from './render.js';
+import { AppResource, appPropsFor, KubeObject } from '../kinds/render.js';
 import { appliedFieldsOf, drift as driftOf, firstReleased } from './apply.js';
-import { childNameKey, INSTANCE_INDEX, OWNER_INDEX, ResourceCache } from './cache.js';
-import { EventRecorder } from './events.js';
-import { apiFailure, ApiFailure, describeObject } from './kube.js';
-import { Logger } from './log.js';
+import { OWNER_INDEX, ResourceCache } from '../runtime/cache.js';
+import { childNameKey, INSTANCE_INDEX } from './indexes.js';
+import { EventRecorder } from '../runtime/events.js';
+import { apiFailure, ApiFailure, describeObject } from '../runtime/kube.js';
+import { Logger } from '../runtime/log.js';
 import { imagePolicyFailure } from './policy.js';
-import { HandlerResult } from './queue.js';
+import { HandlerResult } from '../runtime/queue.js';
 import { RenderCache } from './render-cache.js';
-import { isCreateOnlyRefusal, RestClient } from './rest.js';
+import { isCreateOnlyRefusal, RestClient } from '../runtime/rest.js';
 import { StatusPacer, urgent } from './status-pacer.js';
-import { throttleDelayMs, ThrottledError } from './throttle.js';
+import { throttleDelayMs, ThrottledError } from '../runtime/throttle.js';
 import { AppStatus, computeStatus, podsRefusedEvent, ReconcileFailure, replicaFailureOf, statusEqual } from './status.js';
 
 /** A CR as cached: an app resource with the status we wrote. */

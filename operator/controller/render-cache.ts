@@ -1,5 +1,5 @@
 import { AppKind } from 'cdk8s-appkind';
-import { AppResource, KubeObject, render } from './render.js';
+import { AppResource, KubeObject, render } from '../kinds/render.js';
 
 /**
  * render() per CR, remembered until the CR's spec (or name, namespace, uid) changes. Building the

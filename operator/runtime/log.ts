@@ -1,7 +1,6 @@
 // Structured logs: one JSON object a line on stdout, so log collectors parse them without rules.
-import type { LogLevel } from './settings.js';
 
-export type { LogLevel };
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
 /** Extra fields on a log line; Error values are written as their message. */
 export type LogFields = Record<string, unknown>;
