@@ -2,7 +2,6 @@ import { AppKind } from 'cdk8s-appkind';
 import { ConfigError, loadAppKinds, watchNamespaces } from './kinds/config.js';
 import type { LogLevel } from './runtime/log.js';
 
-
 /** Everything the operator process is configured with; read from the environment (flags override). */
 export interface OperatorSettings {
   /** App kinds this process serves. */
@@ -112,7 +111,9 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): OperatorSett
     degradedRetrySeconds: intSetting(env, 'DEGRADED_RETRY_SECONDS', DEFAULT_DEGRADED_RETRY_SECONDS, 1, 3600),
   };
   if (settings.renewDeadlineSeconds >= settings.leaseDurationSeconds) {
-    throw new ConfigError(`RENEW_DEADLINE_SECONDS (${settings.renewDeadlineSeconds}) must be less than LEASE_DURATION_SECONDS (${settings.leaseDurationSeconds})`);
+    throw new ConfigError(
+      `RENEW_DEADLINE_SECONDS (${settings.renewDeadlineSeconds}) must be less than LEASE_DURATION_SECONDS (${settings.leaseDurationSeconds})`,
+    );
   }
   return settings;
 }

@@ -27,7 +27,8 @@ export function firstDifference(desired: unknown, live: unknown, path = ''): str
     return undefined;
   }
   // An int-or-string field (a targetPort) may come back as the other type.
-  const intOrString = (typeof desired === 'number' && typeof live === 'string') || (typeof desired === 'string' && typeof live === 'number');
+  const intOrString =
+    (typeof desired === 'number' && typeof live === 'string') || (typeof desired === 'string' && typeof live === 'number');
   return desired === live || (intOrString && String(desired) === String(live)) ? undefined : path;
 }
 
@@ -48,7 +49,9 @@ export function drift(desired: KubernetesObject, live: KubernetesObject | undefi
 }
 
 /** A managedFields `fieldsV1` set: `f:<name>`, `k:<json key>`, `v:<json value>`, `i:<index>` and `.` entries. */
-export interface FieldSet { readonly [entry: string]: FieldSet }
+export interface FieldSet {
+  readonly [entry: string]: FieldSet;
+}
 
 /** The field set `manager` owns by server-side apply in `obj`'s managedFields, if the entry is there. */
 export function appliedFieldsOf(obj: KubernetesObject | undefined, manager: string): FieldSet | undefined {
@@ -93,8 +96,14 @@ function locate(entry: string, desired: unknown): unknown {
   if (kind === 'k:') {
     const key = JSON.parse(rest) as Record<string, unknown>;
     // A key field the server defaulted (a port's protocol) is in the entry but not in what we rendered.
-    return desired.find((d) => typeof d === 'object' && d !== null &&
-      Object.entries(key).every(([k, v]) => (d as Record<string, unknown>)[k] === undefined || String((d as Record<string, unknown>)[k]) === String(v)));
+    return desired.find(
+      (d) =>
+        typeof d === 'object' &&
+        d !== null &&
+        Object.entries(key).every(
+          ([k, v]) => (d as Record<string, unknown>)[k] === undefined || String((d as Record<string, unknown>)[k]) === String(v),
+        ),
+    );
   }
   return desired; // an entry kind this code does not know: never a reason to write
 }

@@ -34,7 +34,10 @@ export function childNameIndex(obj: KubernetesObject): string[] {
   const name = obj.metadata?.name;
   if (!name) return [];
   const names = ContainerApp.objectNames(name);
-  return [childNameKey('Deployment', obj.metadata?.namespace, names.deployment), childNameKey('Service', obj.metadata?.namespace, names.service)];
+  return [
+    childNameKey('Deployment', obj.metadata?.namespace, names.deployment),
+    childNameKey('Service', obj.metadata?.namespace, names.service),
+  ];
 }
 
 /**
@@ -42,7 +45,8 @@ export function childNameIndex(obj: KubernetesObject): string[] {
  * A CR asking for one of them may have been refused it ("provided port is already allocated").
  */
 export function freedNodePorts(type: 'add' | 'update' | 'delete', obj: V1Service, old?: V1Service): number[] {
-  const ports = (s: V1Service | undefined) => (s?.spec?.ports ?? []).map((p) => p.nodePort).filter((p): p is number => typeof p === 'number');
+  const ports = (s: V1Service | undefined) =>
+    (s?.spec?.ports ?? []).map((p) => p.nodePort).filter((p): p is number => typeof p === 'number');
   if (type === 'add') return [];
   if (type === 'delete') return ports(obj);
   const kept = new Set(ports(obj));
@@ -60,7 +64,12 @@ export function podSummary(pod: V1Pod): V1Pod {
     apiVersion: pod.apiVersion,
     kind: pod.kind,
     metadata: {
-      name: m.name, namespace: m.namespace, uid: m.uid, resourceVersion: m.resourceVersion, labels: m.labels, ownerReferences: m.ownerReferences,
+      name: m.name,
+      namespace: m.namespace,
+      uid: m.uid,
+      resourceVersion: m.resourceVersion,
+      labels: m.labels,
+      ownerReferences: m.ownerReferences,
       ...(m.deletionTimestamp ? { deletionTimestamp: m.deletionTimestamp } : {}),
     },
     status: ready ? { conditions: [{ type: 'Ready', status: ready.status }] } : {},
@@ -70,9 +79,11 @@ export function podSummary(pod: V1Pod): V1Pod {
 /** True when two pod summaries differ in anything status reads (not just resourceVersion). */
 export function podChanged(a: V1Pod | undefined, b: V1Pod): boolean {
   if (!a) return true;
-  return !!a.metadata?.deletionTimestamp !== !!b.metadata?.deletionTimestamp ||
+  return (
+    !!a.metadata?.deletionTimestamp !== !!b.metadata?.deletionTimestamp ||
     a.status?.conditions?.[0]?.status !== b.status?.conditions?.[0]?.status ||
-    JSON.stringify(a.metadata?.labels) !== JSON.stringify(b.metadata?.labels);
+    JSON.stringify(a.metadata?.labels) !== JSON.stringify(b.metadata?.labels)
+  );
 }
 
 /**
@@ -86,7 +97,14 @@ function deploymentView(d: V1Deployment): string {
   delete metadata.resourceVersion;
   const s = d.status ?? {};
   const failure = s.conditions?.find((c) => c.type === 'ReplicaFailure');
-  return JSON.stringify([metadata, s.observedGeneration, s.replicas, s.readyReplicas, s.updatedReplicas, failure && [failure.status, failure.reason, failure.message]]);
+  return JSON.stringify([
+    metadata,
+    s.observedGeneration,
+    s.replicas,
+    s.readyReplicas,
+    s.updatedReplicas,
+    failure && [failure.status, failure.reason, failure.message],
+  ]);
 }
 
 /**

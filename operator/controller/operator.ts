@@ -2,7 +2,17 @@ import { KubeConfig, KubernetesObject, V1Deployment, V1Pod, V1Service } from '@k
 import { AppKind, AppKindCrd, ContainerApp } from 'cdk8s-appkind';
 import { OWNER_INDEX, ownerIndex, ResourceCache, withOwnManagedFields, withoutManagedFields } from '../runtime/cache.js';
 import {
-  CHILD_NAME_INDEX, childNameIndex, childNameKey, deploymentChanged, freedNodePorts, INSTANCE_INDEX, instanceIndex, NODE_PORT_INDEX, nodePortIndex, podChanged, podSummary,
+  CHILD_NAME_INDEX,
+  childNameIndex,
+  childNameKey,
+  deploymentChanged,
+  freedNodePorts,
+  INSTANCE_INDEX,
+  instanceIndex,
+  NODE_PORT_INDEX,
+  nodePortIndex,
+  podChanged,
+  podSummary,
 } from './indexes.js';
 import { EventRecorder } from '../runtime/events.js';
 import { IndexFunc, Informer, InformerHandler, InformerSource } from '../runtime/informer.js';
@@ -29,17 +39,36 @@ export class Operator {
   /** The one keep-alive client of the process: caches, reconciles, events and leader election share it. */
   readonly rest: RestClient;
 
-  constructor(kc: KubeConfig, private readonly settings: OperatorSettings, private readonly log: Logger, metrics: OperatorMetrics) {
+  constructor(
+    kc: KubeConfig,
+    private readonly settings: OperatorSettings,
+    private readonly log: Logger,
+    metrics: OperatorMetrics,
+  ) {
     this.kinds = new Map(settings.kinds.map((k) => [k.kind, k]));
     const onRequest = (verb: string, code: number) => metrics.apiRequest(verb, code);
     const onThrottled = (method: string, code: number) => metrics.throttled(method, code);
-    const rest = this.rest = new RestClient(kc, onRequest, { onThrottled });
-    interface CacheOpts<T> { transform?: (obj: T) => T; indexers?: Record<string, IndexFunc<T>> }
-    const watch = <T extends KubernetesObject>(source: Omit<InformerSource, 'namespace'>, onEvent: InformerHandler<T>, opts: CacheOpts<T> = {}) => {
+    const rest = (this.rest = new RestClient(kc, onRequest, { onThrottled }));
+    interface CacheOpts<T> {
+      transform?: (obj: T) => T;
+      indexers?: Record<string, IndexFunc<T>>;
+    }
+    const watch = <T extends KubernetesObject>(
+      source: Omit<InformerSource, 'namespace'>,
+      onEvent: InformerHandler<T>,
+      opts: CacheOpts<T> = {},
+    ) => {
       const namespaces = settings.namespaces.length ? settings.namespaces : [undefined];
-      const informers = namespaces.map((namespace) => new Informer<T>({ ...source, namespace }, onEvent, {
-        staleMs: settings.watchStaleSeconds * 1000, log, rest, onThrottled, ...opts,
-      }));
+      const informers = namespaces.map(
+        (namespace) =>
+          new Informer<T>({ ...source, namespace }, onEvent, {
+            staleMs: settings.watchStaleSeconds * 1000,
+            log,
+            rest,
+            onThrottled,
+            ...opts,
+          }),
+      );
       const cache = new ResourceCache<T>(informers);
       this.caches.push(cache as unknown as ResourceCache<KubernetesObject>);
       return cache;
@@ -47,9 +76,17 @@ export class Operator {
 
     const resources = this.resources;
     for (const kind of settings.kinds) {
-      resources.set(kind.kind, watch<CachedResource>({ apiVersion: AppKindCrd.apiVersionOf(kind), kind: kind.kind, plural: kind.plural }, (_t, cr) => this.enqueue(kind.kind, cr), {
-        transform: withoutManagedFields, indexers: { [NODE_PORT_INDEX]: nodePortIndex, [CHILD_NAME_INDEX]: childNameIndex },
-      }));
+      resources.set(
+        kind.kind,
+        watch<CachedResource>(
+          { apiVersion: AppKindCrd.apiVersionOf(kind), kind: kind.kind, plural: kind.plural },
+          (_t, cr) => this.enqueue(kind.kind, cr),
+          {
+            transform: withoutManagedFields,
+            indexers: { [NODE_PORT_INDEX]: nodePortIndex, [CHILD_NAME_INDEX]: childNameIndex },
+          },
+        ),
+      );
     }
     // Deployments and Services: every one in the watched namespaces (as controller-runtime's Owns()
     // does), so a name the cache lacks does not exist and the first apply needs no read; events of
@@ -59,23 +96,39 @@ export class Operator {
     const children = { transform: withOwnManagedFields(settings.fieldManager), indexers: { [OWNER_INDEX]: ownerIndex } };
     // Deployments: only changes reconcile would read enqueue their CR (not each status tick of the controller).
     // Any event of a child's name: the cache now has what the reconciler created (Reconciler.seen).
-    const deployments = watch<V1Deployment>({ apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments' }, (type, o, old) => {
-      reconciler.seen('Deployment', o);
-      if (type !== 'update' || deploymentChanged(old, o)) this.enqueueOwner(o);
-      if (type === 'delete') this.enqueueConflictingWith('Deployment', o);
-    }, children);
-    const services = watch<V1Service>({ apiVersion: 'v1', kind: 'Service', plural: 'services' }, (type, o, old) => {
-      reconciler.seen('Service', o);
-      this.enqueueOwner(o);
-      this.enqueueWaitingFor(freedNodePorts(type, o, old));
-      if (type === 'delete') this.enqueueConflictingWith('Service', o);
-    }, children);
-    const pods = watch<V1Pod>({ apiVersion: 'v1', kind: 'Pod', plural: 'pods', labelSelector: CHILD_SELECTOR }, (type, o, old) => {
-      if (type !== 'update' || podChanged(old, o)) this.enqueueByLabels(o);
-    }, { transform: podSummary, indexers: { [INSTANCE_INDEX]: instanceIndex } });
+    const deployments = watch<V1Deployment>(
+      { apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments' },
+      (type, o, old) => {
+        reconciler.seen('Deployment', o);
+        if (type !== 'update' || deploymentChanged(old, o)) this.enqueueOwner(o);
+        if (type === 'delete') this.enqueueConflictingWith('Deployment', o);
+      },
+      children,
+    );
+    const services = watch<V1Service>(
+      { apiVersion: 'v1', kind: 'Service', plural: 'services' },
+      (type, o, old) => {
+        reconciler.seen('Service', o);
+        this.enqueueOwner(o);
+        this.enqueueWaitingFor(freedNodePorts(type, o, old));
+        if (type === 'delete') this.enqueueConflictingWith('Service', o);
+      },
+      children,
+    );
+    const pods = watch<V1Pod>(
+      { apiVersion: 'v1', kind: 'Pod', plural: 'pods', labelSelector: CHILD_SELECTOR },
+      (type, o, old) => {
+        if (type !== 'update' || podChanged(old, o)) this.enqueueByLabels(o);
+      },
+      { transform: podSummary, indexers: { [INSTANCE_INDEX]: instanceIndex } },
+    );
 
     const reconciler = new Reconciler({
-      kinds: this.kinds, resources, deployments, services, pods,
+      kinds: this.kinds,
+      resources,
+      deployments,
+      services,
+      pods,
       rest,
       events: new EventRecorder(rest, settings.fieldManager, log),
       fieldManager: settings.fieldManager,
@@ -87,8 +140,11 @@ export class Operator {
     // Failing CRs back off up to DEGRADED_RETRY_SECONDS: a cause that ends without an event the
     // operator sees (a NodePort freed outside the watched namespaces, or by the API server's repair
     // loop) is noticed at the next retry.
-    this.queue = new WorkQueue((key) => this.run(key, reconciler), { workers: settings.workers, maxDelayMs: settings.degradedRetrySeconds * 1000 },
-      queueHooks(metrics, 'appkind', (key) => key.split('/')[0]!));
+    this.queue = new WorkQueue(
+      (key) => this.run(key, reconciler),
+      { workers: settings.workers, maxDelayMs: settings.degradedRetrySeconds * 1000 },
+      queueHooks(metrics, 'appkind', (key) => key.split('/')[0]!),
+    );
   }
 
   /** Reconciles running right now (what a shutdown waits for). */
@@ -110,7 +166,10 @@ export class Operator {
   /** Starts every watch; resolves when all caches hold their first list. */
   async startCaches(): Promise<void> {
     await Promise.all(this.caches.map((c) => c.start()));
-    this.log.info('caches synced', { kinds: [...this.kinds.keys()], namespaces: this.settings.namespaces.length ? this.settings.namespaces : 'all' });
+    this.log.info('caches synced', {
+      kinds: [...this.kinds.keys()],
+      namespaces: this.settings.namespaces.length ? this.settings.namespaces : 'all',
+    });
   }
 
   /** Starts reconciling (on becoming leader, or at once without leader election). */
@@ -141,7 +200,8 @@ export class Operator {
   private enqueueOwner(obj: KubernetesObject): void {
     const owner = controllerOf(obj);
     const kind = owner && this.kinds.get(owner.kind);
-    if (kind && owner.apiVersion === AppKindCrd.apiVersionOf(kind)) this.queue.add(resourceKey(kind.kind, obj.metadata!.namespace!, owner.name));
+    if (kind && owner.apiVersion === AppKindCrd.apiVersionOf(kind))
+      this.queue.add(resourceKey(kind.kind, obj.metadata!.namespace!, owner.name));
   }
 
   /**
@@ -151,8 +211,13 @@ export class Operator {
    */
   private enqueueWaitingFor(ports: number[]): void {
     for (const port of ports) {
-      this.retryNow(NODE_PORT_INDEX, String(port), (cr) => !!cr.status?.conditions?.some((c) => c.type === 'Degraded' && c.status === 'True'),
-        'NodePort freed; retrying the CR asking for it', { nodePort: port });
+      this.retryNow(
+        NODE_PORT_INDEX,
+        String(port),
+        (cr) => !!cr.status?.conditions?.some((c) => c.type === 'Degraded' && c.status === 'True'),
+        'NodePort freed; retrying the CR asking for it',
+        { nodePort: port },
+      );
     }
   }
 
@@ -165,16 +230,26 @@ export class Operator {
    */
   private enqueueConflictingWith(kind: 'Deployment' | 'Service', obj: KubernetesObject): void {
     const owner = controllerOf(obj)?.uid;
-    this.retryNow(CHILD_NAME_INDEX, childNameKey(kind, obj.metadata?.namespace, obj.metadata!.name!),
+    this.retryNow(
+      CHILD_NAME_INDEX,
+      childNameKey(kind, obj.metadata?.namespace, obj.metadata!.name!),
       (cr) => cr.metadata.uid !== owner, // its own child: enqueueOwner did
-      'conflicting object deleted; retrying the CR whose child takes its name', { object: describeObject({ ...obj, kind }) });
+      'conflicting object deleted; retrying the CR whose child takes its name',
+      { object: describeObject({ ...obj, kind }) },
+    );
   }
 
   /**
    * Runs at once, with its failures forgotten, every CR under `value` in the CR caches' `index` that
    * `blocked` picks: an event says the cause of its failure may be gone.
    */
-  private retryNow(index: string, value: string, blocked: (cr: CachedResource) => boolean, msg: string, fields: Record<string, unknown>): void {
+  private retryNow(
+    index: string,
+    value: string,
+    blocked: (cr: CachedResource) => boolean,
+    msg: string,
+    fields: Record<string, unknown>,
+  ): void {
     for (const [kind, cache] of this.resources) {
       for (const cr of cache.byIndex(index, value)) {
         if (!blocked(cr)) continue;

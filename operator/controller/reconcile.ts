@@ -47,7 +47,8 @@ export interface ReconcilerDeps {
 
 /** Throws ThrottledError when the server throttled the request: no failure of the CR, only "later". */
 function throwIfThrottled(f: ApiFailure, what: string): void {
-  if (f.retryAfterMs !== undefined) throw new ThrottledError(`${what}: throttled by the API server (HTTP ${f.code}): ${f.message}`, throttleDelayMs(0, f.retryAfterMs));
+  if (f.retryAfterMs !== undefined)
+    throw new ThrottledError(`${what}: throttled by the API server (HTTP ${f.code}): ${f.message}`, throttleDelayMs(0, f.retryAfterMs));
 }
 
 /** Degraded NameConflict: `obj`'s name is taken by an object `cr` does not control (never adopted or written). */
@@ -127,9 +128,10 @@ export class Reconciler {
     // A new failure's Event goes out beside the status that says Degraded, not after it: one round
     // trip less for every failing CR's first reconcile (record() never throws).
     const previous = cr.status?.conditions?.find((c) => c.type === 'Degraded');
-    const event = failure && (previous?.status !== 'True' || previous.message !== failure.message)
-      ? this.deps.events.record(cr, 'Warning', failure.reason, failure.message, log)
-      : undefined;
+    const event =
+      failure && (previous?.status !== 'True' || previous.message !== failure.message)
+        ? this.deps.events.record(cr, 'Warning', failure.reason, failure.message, log)
+        : undefined;
     let waitMs: number;
     try {
       waitMs = await this.writeStatus(key, kind, cr, failure, fresh, log);
@@ -142,7 +144,12 @@ export class Reconciler {
 
   private owned(obj: KubeObject, cr: CachedResource): KubeObject {
     const owner: V1OwnerReference = {
-      apiVersion: cr.apiVersion, kind: cr.kind, name: cr.metadata.name, uid: cr.metadata.uid!, controller: true, blockOwnerDeletion: true,
+      apiVersion: cr.apiVersion,
+      kind: cr.kind,
+      name: cr.metadata.name,
+      uid: cr.metadata.uid!,
+      controller: true,
+      blockOwnerDeletion: true,
     };
     return { ...obj, metadata: { ...obj.metadata, namespace: cr.metadata.namespace, ownerReferences: [owner] } } as KubeObject;
   }
@@ -158,7 +165,12 @@ export class Reconciler {
    * namespace-wide (not only ours), so a synced cache that lacks the name means it does not exist:
    * no read before the first apply.
    */
-  private async applyOne(obj: KubeObject, cr: CachedResource, fresh: Map<string, KubernetesObject>, log: Logger): Promise<ReconcileFailure | undefined> {
+  private async applyOne(
+    obj: KubeObject,
+    cr: CachedResource,
+    fresh: Map<string, KubernetesObject>,
+    log: Logger,
+  ): Promise<ReconcileFailure | undefined> {
     const cache = this.cacheFor(obj.kind);
     let live = cache?.get(obj.metadata.namespace, obj.metadata.name);
     if (cache && this.created.size > 0) {
@@ -217,7 +229,8 @@ export class Reconciler {
     }
     const existing = await this.deps.rest.get(obj);
     // Deleted again since: the retry tries anew (only a create-only apply is safe here).
-    if (!existing) return { failure: { reason: 'ApplyFailed', message: `${describeObject(obj)}: created and deleted again by someone else meanwhile` } };
+    if (!existing)
+      return { failure: { reason: 'ApplyFailed', message: `${describeObject(obj)}: created and deleted again by someone else meanwhile` } };
     if (controllerOf(existing)?.uid !== cr.metadata.uid) return { failure: nameConflict(obj, cr) };
     return { created: await this.deps.rest.apply(obj, this.deps.fieldManager) };
   }
@@ -226,8 +239,9 @@ export class Reconciler {
   private async prune(cr: CachedResource, desired: KubeObject[], log: Logger): Promise<ReconcileFailure | undefined> {
     const keep = new Set(desired.map((o) => `${o.kind}/${o.metadata.name}`));
     const uid = cr.metadata.uid!;
-    const children = [...this.deps.deployments.byIndex(OWNER_INDEX, uid), ...this.deps.services.byIndex(OWNER_INDEX, uid)]
-      .filter((o) => !keep.has(`${o.kind}/${o.metadata?.name}`));
+    const children = [...this.deps.deployments.byIndex(OWNER_INDEX, uid), ...this.deps.services.byIndex(OWNER_INDEX, uid)].filter(
+      (o) => !keep.has(`${o.kind}/${o.metadata?.name}`),
+    );
     for (const child of children) {
       try {
         await this.deps.rest.delete(child);
@@ -242,7 +256,14 @@ export class Reconciler {
   }
 
   /** Writes status when it changed; returns how long a coalesced change still waits (0: none). */
-  private async writeStatus(key: string, kind: AppKind, cr: CachedResource, failure: ReconcileFailure | undefined, fresh: Map<string, KubernetesObject>, log: Logger): Promise<number> {
+  private async writeStatus(
+    key: string,
+    kind: AppKind,
+    cr: CachedResource,
+    failure: ReconcileFailure | undefined,
+    fresh: Map<string, KubernetesObject>,
+    log: Logger,
+  ): Promise<number> {
     const ns = cr.metadata.namespace!;
     const props = appPropsFor(kind, cr);
     // The same names and labels the construct gives the children.
@@ -255,7 +276,9 @@ export class Reconciler {
       selectorLabels,
       deployment,
       service: (fresh.get('Service') as V1Service | undefined) ?? this.deps.services.get(ns, names.service),
-      pods: this.deps.pods.byIndex(INSTANCE_INDEX, `${ns}/${props.name}`).filter((p) => Object.entries(selectorLabels).every(([k, v]) => p.metadata?.labels?.[k] === v)),
+      pods: this.deps.pods
+        .byIndex(INSTANCE_INDEX, `${ns}/${props.name}`)
+        .filter((p) => Object.entries(selectorLabels).every(([k, v]) => p.metadata?.labels?.[k] === v)),
       failure,
       previous: cr.status,
       now: this.deps.now?.() ?? new Date(),
@@ -267,7 +290,12 @@ export class Reconciler {
       // A merge patch keeps fields it does not mention: null removes a NodePort that is gone.
       await this.deps.rest.patchStatus(cr, { ...status, nodePort: status.nodePort ?? null });
       this.deps.pacer?.wrote(key, urgent(cr.status, status)); // urgent: also a first status
-      log.info('status updated', { replicas: status.replicas, readyReplicas: status.readyReplicas, nodes: status.nodes.length, nodePort: status.nodePort });
+      log.info('status updated', {
+        replicas: status.replicas,
+        readyReplicas: status.readyReplicas,
+        nodes: status.nodes.length,
+        nodePort: status.nodePort,
+      });
       // Pods refused by admission (quota, Pod Security, LimitRange): say so where the CR's author looks.
       const refused = podsRefusedEvent(cr.status, status, replicaFailureOf(deployment));
       if (refused) await this.deps.events.record(cr, 'Warning', refused.reason, refused.message, log);

@@ -22,7 +22,10 @@ export class StatusPacer {
   /** CRs whose rollout's first status waits: when it was first computed (a further edit meanwhile does not restart the wait). */
   private readonly firstWanted = new Map<string, number>();
 
-  constructor(private readonly intervalMs: number, private readonly now: () => number = Date.now) {}
+  constructor(
+    private readonly intervalMs: number,
+    private readonly now: () => number = Date.now,
+  ) {}
 
   /** 0 to write now, else how long to wait before this change may be written. */
   delayMs(key: string, current: Partial<AppStatus> | undefined, next: AppStatus): number {
@@ -63,8 +66,12 @@ export const MAX_PROGRESS_INTERVAL_MS = 600_000;
 
 /** A first status worth writing at once: Ready, Degraded, or a refusal instead of ordinary progress. */
 function news(next: AppStatus): boolean {
-  return next.conditions.some((c) => (c.type === 'Ready' && c.status === 'True') || (c.type === 'Degraded' && c.status === 'True') ||
-    (c.type !== 'Degraded' && !ROLLOUT_REASONS.has(c.reason)));
+  return next.conditions.some(
+    (c) =>
+      (c.type === 'Ready' && c.status === 'True') ||
+      (c.type === 'Degraded' && c.status === 'True') ||
+      (c.type !== 'Degraded' && !ROLLOUT_REASONS.has(c.reason)),
+  );
 }
 
 /**
@@ -92,8 +99,11 @@ export function urgent(current: Partial<AppStatus> | undefined, next: AppStatus)
   // A settled app's status is true to the cluster at once: pacing is for rollouts in progress. (Ready
   // can be written before the pod cache has seen the last pod come or go; the list catching up after
   // it is not progress to hold back.)
-  if (next.conditions.some((c) => c.type === 'Ready' && c.status === 'True') &&
-    (next.readyReplicas !== current.readyReplicas || next.replicas !== current.replicas || !sameList(next.nodes, current.nodes))) return true;
+  if (
+    next.conditions.some((c) => c.type === 'Ready' && c.status === 'True') &&
+    (next.readyReplicas !== current.readyReplicas || next.replicas !== current.replicas || !sameList(next.nodes, current.nodes))
+  )
+    return true;
   return false;
 }
 

@@ -54,11 +54,19 @@ export const Reason = {
 } as const;
 
 /** The reasons of an ordinary rollout in progress: any other new reason (a refusal, a failure) is news. */
-export const ROLLOUT_REASONS: ReadonlySet<string> = new Set<string>([Reason.ReplicasNotReady, Reason.DeploymentMissing, Reason.RollingOut, Reason.RolloutComplete]);
+export const ROLLOUT_REASONS: ReadonlySet<string> = new Set<string>([
+  Reason.ReplicasNotReady,
+  Reason.DeploymentMissing,
+  Reason.RollingOut,
+  Reason.RolloutComplete,
+]);
 
 /** `k=v,k=v` in key order: the scale subresource's selector. */
 export function selectorString(labels: Record<string, string>): string {
-  return Object.keys(labels).sort().map((k) => `${k}=${labels[k]}`).join(',');
+  return Object.keys(labels)
+    .sort()
+    .map((k) => `${k}=${labels[k]}`)
+    .join(',');
 }
 
 function podIsReady(pod: V1Pod): boolean {
@@ -79,7 +87,11 @@ export function replicaFailureOf(deployment: V1Deployment | undefined): Reconcil
  * The Warning Event to record when the pods' refusal is new: the Ready condition now carries a
  * refusal message that the previous status did not.
  */
-export function podsRefusedEvent(previous: Partial<AppStatus> | undefined, next: AppStatus, refused: ReconcileFailure | undefined): ReconcileFailure | undefined {
+export function podsRefusedEvent(
+  previous: Partial<AppStatus> | undefined,
+  next: AppStatus,
+  refused: ReconcileFailure | undefined,
+): ReconcileFailure | undefined {
   const ready = next.conditions.find((c) => c.type === 'Ready');
   if (!refused || ready?.status === 'True') return undefined;
   const before = previous?.conditions?.find((c) => c.type === 'Ready');
@@ -95,9 +107,11 @@ export function computeStatus(input: StatusInput): AppStatus {
   const replicas = ds?.replicas ?? 0;
   const readyReplicas = ds?.readyReplicas ?? live.filter(podIsReady).length;
   const generation = input.generation;
-  const rolledOut = !!input.deployment &&
+  const rolledOut =
+    !!input.deployment &&
     (ds?.observedGeneration ?? 0) >= (input.deployment.metadata?.generation ?? 0) &&
-    (ds?.updatedReplicas ?? 0) === input.size && replicas === input.size;
+    (ds?.updatedReplicas ?? 0) === input.size &&
+    replicas === input.size;
   const ready = rolledOut && readyReplicas >= input.size;
   const refused = replicaFailureOf(input.deployment);
 
@@ -105,11 +119,31 @@ export function computeStatus(input: StatusInput): AppStatus {
     ready
       ? { type: 'Ready', status: 'True', reason: Reason.AllReplicasReady, message: `${readyReplicas}/${input.size} pods ready` }
       : refused
-        ? { type: 'Ready', status: 'False', reason: refused.reason, message: `${refused.message} (${readyReplicas}/${input.size} pods ready)` }
-        : { type: 'Ready', status: 'False', reason: input.deployment ? Reason.ReplicasNotReady : Reason.DeploymentMissing, message: `${readyReplicas}/${input.size} pods ready` },
+        ? {
+            type: 'Ready',
+            status: 'False',
+            reason: refused.reason,
+            message: `${refused.message} (${readyReplicas}/${input.size} pods ready)`,
+          }
+        : {
+            type: 'Ready',
+            status: 'False',
+            reason: input.deployment ? Reason.ReplicasNotReady : Reason.DeploymentMissing,
+            message: `${readyReplicas}/${input.size} pods ready`,
+          },
     rolledOut
-      ? { type: 'Progressing', status: 'False', reason: Reason.RolloutComplete, message: `Deployment has ${input.size} up-to-date replicas` }
-      : { type: 'Progressing', status: 'True', reason: Reason.RollingOut, message: `Deployment has ${ds?.updatedReplicas ?? 0}/${input.size} up-to-date replicas` },
+      ? {
+          type: 'Progressing',
+          status: 'False',
+          reason: Reason.RolloutComplete,
+          message: `Deployment has ${input.size} up-to-date replicas`,
+        }
+      : {
+          type: 'Progressing',
+          status: 'True',
+          reason: Reason.RollingOut,
+          message: `Deployment has ${ds?.updatedReplicas ?? 0}/${input.size} up-to-date replicas`,
+        },
     input.failure
       ? { type: 'Degraded', status: 'True', reason: input.failure.reason, message: input.failure.message }
       : { type: 'Degraded', status: 'False', reason: Reason.ReconcileSucceeded, message: 'Deployment and Service are applied' },
@@ -128,9 +162,10 @@ export function computeStatus(input: StatusInput): AppStatus {
 /** Keeps lastTransitionTime when the condition's status did not change. */
 function withTransitionTime(c: Omit<Condition, 'lastTransitionTime'>, previous: Condition[] | undefined, now: Date): Condition {
   const before = previous?.find((p) => p.type === c.type);
-  const lastTransitionTime = before && before.status === c.status && before.lastTransitionTime
-    ? before.lastTransitionTime
-    : now.toISOString().replace(/\.\d{3}Z$/, 'Z');
+  const lastTransitionTime =
+    before && before.status === c.status && before.lastTransitionTime
+      ? before.lastTransitionTime
+      : now.toISOString().replace(/\.\d{3}Z$/, 'Z');
   return { ...c, lastTransitionTime };
 }
 
@@ -140,9 +175,16 @@ export function statusEqual(current: Partial<AppStatus> | undefined, next: AppSt
 }
 
 function normalize(status: Partial<AppStatus>): unknown {
-  const sorted = (o: Record<string, unknown>) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined).sort(([a], [b]) => a.localeCompare(b)));
+  const sorted = (o: Record<string, unknown>) =>
+    Object.fromEntries(
+      Object.entries(o)
+        .filter(([, v]) => v !== undefined)
+        .sort(([a], [b]) => a.localeCompare(b)),
+    );
   return {
     ...sorted(status as Record<string, unknown>),
-    conditions: [...(status.conditions ?? [])].sort((a, b) => a.type.localeCompare(b.type)).map((c) => sorted(c as unknown as Record<string, unknown>)),
+    conditions: [...(status.conditions ?? [])]
+      .sort((a, b) => a.type.localeCompare(b.type))
+      .map((c) => sorted(c as unknown as Record<string, unknown>)),
   };
 }

@@ -58,12 +58,17 @@ export function validateAppKind(raw: Raw, where: string, names: Partial<Record<k
 
   const group = str('group', true)!;
   if (!DNS_SUBDOMAIN.test(group) || !group.includes('.')) {
-    fail('group', `"${group}" is not a DNS subdomain with a dot (like example.com)`, 'use lower-case letters, digits, "-" and "." such as "swallowlab.com"');
+    fail(
+      'group',
+      `"${group}" is not a DNS subdomain with a dot (like example.com)`,
+      'use lower-case letters, digits, "-" and "." such as "swallowlab.com"',
+    );
   }
   const version = str('version', true)!;
   if (!VERSION.test(version)) fail('version', `"${version}" is not a Kubernetes API version`, 'use a form like v1, v1alpha1 or v2beta3');
   const kind = str('kind', true)!;
-  if (!KIND.test(kind)) fail('kind', `"${kind}" is not a valid Kind`, 'use UpperCamelCase letters and digits starting with a capital, such as "EchoFlask"');
+  if (!KIND.test(kind))
+    fail('kind', `"${kind}" is not a valid Kind`, 'use UpperCamelCase letters and digits starting with a capital, such as "EchoFlask"');
   const image = str('image', true)!;
   if (/\s/.test(image)) fail('image', `"${image}" contains white space`, 'give an image reference such as "nginx:1.27"');
   const port = int('port', 1, 65535);
@@ -71,7 +76,8 @@ export function validateAppKind(raw: Raw, where: string, names: Partial<Record<k
   const plural = str('plural', false) ?? `${kind.toLowerCase()}s`;
   if (!DNS_LABEL.test(plural)) fail('plural', `"${plural}" is not a lower-case DNS label`, 'use lower-case letters, digits and "-"');
   const appName = str('appName', false) ?? kind.toLowerCase();
-  if (!DNS_LABEL.test(appName)) fail('appName', `"${appName}" is not a lower-case DNS label`, 'use lower-case letters, digits and "-", such as "echoflask"');
+  if (!DNS_LABEL.test(appName))
+    fail('appName', `"${appName}" is not a lower-case DNS label`, 'use lower-case letters, digits and "-", such as "echoflask"');
   const maxSize = int('maxSize', 0, 100_000) ?? AppKindCrd.DEFAULT_MAX_SIZE;
   const allowedImages = patterns('allowedImages', raw.allowedImages, label, fail);
   const bool = (field: keyof AppKind): boolean | undefined => {
@@ -84,9 +90,17 @@ export function validateAppKind(raw: Raw, where: string, names: Partial<Record<k
   const runAsNonRoot = bool('runAsNonRoot');
   const readOnlyRootFilesystem = bool('readOnlyRootFilesystem');
   const runAsUser = int('runAsUser', 0, 2147483647);
-  if (runAsNonRoot && runAsUser === 0) fail('runAsUser', `is 0 (root) while ${label('runAsNonRoot')} is true`, `give ${label('runAsUser')} a non-zero UID or leave it unset`);
+  if (runAsNonRoot && runAsUser === 0)
+    fail('runAsUser', `is 0 (root) while ${label('runAsNonRoot')} is true`, `give ${label('runAsUser')} a non-zero UID or leave it unset`);
   return {
-    group, version, kind, plural, image, port: port!, appName, maxSize,
+    group,
+    version,
+    kind,
+    plural,
+    image,
+    port: port!,
+    appName,
+    maxSize,
     ...(allowedImages.length > 0 ? { allowedImages } : {}),
     ...(runAsNonRoot !== undefined ? { runAsNonRoot } : {}),
     ...(runAsUser !== undefined ? { runAsUser } : {}),
@@ -102,13 +116,28 @@ function patterns(
   fail: (field: keyof AppKind, problem: string, fix: string) => never,
 ): string[] {
   if (v === undefined || v === null || v === '') return [];
-  const list = typeof v === 'string' ? v.split(',').map((s) => s.trim()).filter(Boolean) : v;
+  const list =
+    typeof v === 'string'
+      ? v
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean)
+      : v;
   if (!Array.isArray(list) || list.some((p) => typeof p !== 'string')) {
-    fail(field, `must be a list of image patterns, got ${JSON.stringify(v)}`, `write ${label(field)} as a list (or comma-separated) of patterns such as "registry.example.com/*"`);
+    fail(
+      field,
+      `must be a list of image patterns, got ${JSON.stringify(v)}`,
+      `write ${label(field)} as a list (or comma-separated) of patterns such as "registry.example.com/*"`,
+    );
   }
   for (const p of list as string[]) {
     const problem = ImagePolicy.problemOf(p);
-    if (problem) fail(field, `has the pattern ${problem}`, 'give exact image references or prefixes ending in "*", such as "registry.example.com/*" or "takeyan/flask:*"');
+    if (problem)
+      fail(
+        field,
+        `has the pattern ${problem}`,
+        'give exact image references or prefixes ending in "*", such as "registry.example.com/*" or "takeyan/flask:*"',
+      );
   }
   return list as string[];
 }
@@ -122,19 +151,41 @@ export function kindFromEnv(env: NodeJS.ProcessEnv): AppKind | undefined {
   if (set.length === 0) return undefined;
   const missing = KIND_VARIABLES.filter((v) => !set.includes(v));
   if (missing.length > 0) {
-    throw new ConfigError(`environment: ${set.join(', ')} set but ${missing.join(', ')} missing; set all six of ${KIND_VARIABLES.join(', ')} (or none, and use APPKIND_CONFIG)`);
+    throw new ConfigError(
+      `environment: ${set.join(', ')} set but ${missing.join(', ')} missing; set all six of ${KIND_VARIABLES.join(', ')} (or none, and use APPKIND_CONFIG)`,
+    );
   }
   const groupName = env.GROUPNAME!;
   const group = groupName.includes('.') ? groupName : `${groupName}.${env.DOMAIN || 'com'}`;
   return validateAppKind(
     {
-      group, version: env.VERSION, kind: env.CRKIND, image: env.IMAGENAME, port: env.CLUSTERPORT, appName: env.APPNAME, plural: env.PLURAL, maxSize: env.MAXSIZE,
-      allowedImages: env.ALLOWED_IMAGES, runAsNonRoot: env.RUN_AS_NON_ROOT, runAsUser: env.RUN_AS_USER, readOnlyRootFilesystem: env.READ_ONLY_ROOT_FILESYSTEM,
+      group,
+      version: env.VERSION,
+      kind: env.CRKIND,
+      image: env.IMAGENAME,
+      port: env.CLUSTERPORT,
+      appName: env.APPNAME,
+      plural: env.PLURAL,
+      maxSize: env.MAXSIZE,
+      allowedImages: env.ALLOWED_IMAGES,
+      runAsNonRoot: env.RUN_AS_NON_ROOT,
+      runAsUser: env.RUN_AS_USER,
+      readOnlyRootFilesystem: env.READ_ONLY_ROOT_FILESYSTEM,
     },
     'environment',
     {
-      group: 'GROUPNAME', version: 'VERSION', kind: 'CRKIND', image: 'IMAGENAME', port: 'CLUSTERPORT', appName: 'APPNAME', plural: 'PLURAL', maxSize: 'MAXSIZE',
-      allowedImages: 'ALLOWED_IMAGES', runAsNonRoot: 'RUN_AS_NON_ROOT', runAsUser: 'RUN_AS_USER', readOnlyRootFilesystem: 'READ_ONLY_ROOT_FILESYSTEM',
+      group: 'GROUPNAME',
+      version: 'VERSION',
+      kind: 'CRKIND',
+      image: 'IMAGENAME',
+      port: 'CLUSTERPORT',
+      appName: 'APPNAME',
+      plural: 'PLURAL',
+      maxSize: 'MAXSIZE',
+      allowedImages: 'ALLOWED_IMAGES',
+      runAsNonRoot: 'RUN_AS_NON_ROOT',
+      runAsUser: 'RUN_AS_USER',
+      readOnlyRootFilesystem: 'READ_ONLY_ROOT_FILESYSTEM',
     },
   );
 }
@@ -145,7 +196,9 @@ export function kindsFromFile(path: string): AppKind[] {
   try {
     text = readFileSync(path, 'utf8');
   } catch (e) {
-    throw new ConfigError(`APPKIND_CONFIG: cannot read ${path} (${(e as Error).message}); point APPKIND_CONFIG at an existing YAML or JSON file`);
+    throw new ConfigError(
+      `APPKIND_CONFIG: cannot read ${path} (${(e as Error).message}); point APPKIND_CONFIG at an existing YAML or JSON file`,
+    );
   }
   let doc: unknown;
   try {
@@ -176,7 +229,10 @@ export function kindsFromDocument(doc: unknown, where: string): AppKind[] {
 
 /** WATCH_NAMESPACE: comma-separated namespaces; none means all. */
 export function watchNamespaces(env: NodeJS.ProcessEnv): string[] {
-  return (env.WATCH_NAMESPACE ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  return (env.WATCH_NAMESPACE ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 }
 
 /**

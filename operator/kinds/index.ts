@@ -1,6 +1,15 @@
 // What the cdk8s app, scripts, tools and the bench share with the operator: app kinds from their
 // configuration, render() (the construct for one CR) and the kinds' CRD YAML. Imported by package
 // name, `appkind-operator/kinds`.
-export { ConfigError, KIND_VARIABLES, SAMPLE_KIND, kindFromEnv, kindsFromFile, loadAppKinds, validateAppKind, watchNamespaces } from './config.js';
+export {
+  ConfigError,
+  KIND_VARIABLES,
+  SAMPLE_KIND,
+  kindFromEnv,
+  kindsFromFile,
+  loadAppKinds,
+  validateAppKind,
+  watchNamespaces,
+} from './config.js';
 export { crdFileName, crdObjects, crdYaml } from './crd-yaml.js';
 export { appPropsFor, render, type AppResource, type KubeObject } from './render.js';

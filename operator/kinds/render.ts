@@ -32,7 +32,12 @@ export interface AppResource {
 export interface KubeObject {
   readonly apiVersion: string;
   readonly kind: string;
-  readonly metadata: { readonly name: string; readonly namespace?: string; readonly labels?: Record<string, string>; readonly annotations?: Record<string, string> };
+  readonly metadata: {
+    readonly name: string;
+    readonly namespace?: string;
+    readonly labels?: Record<string, string>;
+    readonly annotations?: Record<string, string>;
+  };
   readonly [field: string]: unknown;
 }
 
@@ -59,7 +64,9 @@ function securityOf(appKind: AppKind): ContainerSecurity | undefined {
   const { runAsNonRoot, runAsUser, readOnlyRootFilesystem } = appKind;
   if (runAsNonRoot === undefined && runAsUser === undefined && readOnlyRootFilesystem === undefined) return undefined;
   return {
-    runAsNonRoot, runAsUser, readOnlyRootFilesystem,
+    runAsNonRoot,
+    runAsUser,
+    readOnlyRootFilesystem,
     ...(runAsNonRoot ? { dropAllCapabilities: true, seccompRuntimeDefault: true } : {}),
   };
 }

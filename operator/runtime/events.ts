@@ -6,7 +6,11 @@ import { RestClient } from './rest.js';
 /** Records Kubernetes Events on a CR, as `kubectl describe` shows them. */
 export class EventRecorder {
   /** @param rest the operator's own client (its kept-alive connections; its hook counts the requests) */
-  constructor(private readonly rest: RestClient, private readonly component: string, private readonly log: Logger) {}
+  constructor(
+    private readonly rest: RestClient,
+    private readonly component: string,
+    private readonly log: Logger,
+  ) {}
 
   /** Best effort: a failed Event must never fail the reconcile that reports it. */
   async record(obj: KubernetesObject, type: 'Normal' | 'Warning', reason: string, message: string, log: Logger = this.log): Promise<void> {

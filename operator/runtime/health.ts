@@ -54,7 +54,8 @@ async function answer(routes: Record<string, Route>, req: IncomingMessage, res: 
 export function startHttpServer(opts: HttpServerOptions): Promise<RunningServer> {
   const server = createServer((req, res) => void answer(opts.routes, req, res));
   return new Promise((resolve, reject) => {
-    const failed = (err: Error) => reject(new Error(`cannot listen on ${opts.host ?? '*'}:${opts.port} (${err.message}); choose another port`));
+    const failed = (err: Error) =>
+      reject(new Error(`cannot listen on ${opts.host ?? '*'}:${opts.port} (${err.message}); choose another port`));
     server.once('error', failed);
     server.listen(opts.port, opts.host, () => {
       server.off('error', failed);

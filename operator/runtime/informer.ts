@@ -179,7 +179,12 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
         // resourceVersion (a 410 then says it is too old); any answer from the server relists.
         const resume = !!this.resourceVersion && f.code === 0 && failures < 5;
         if (!resume) this.resourceVersion = undefined;
-        this.opts.log.warn(resume ? 'watch failed; resuming' : 'watch failed; relisting', { resource: this.path, code: f.code, error: f.message, failures });
+        this.opts.log.warn(resume ? 'watch failed; resuming' : 'watch failed; relisting', {
+          resource: this.path,
+          code: f.code,
+          error: f.message,
+          failures,
+        });
         await sleep(Math.min(200 * 2 ** failures, 10_000));
       }
     }
@@ -215,16 +220,22 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
     const id = ++this.watchId;
     let failure: unknown;
     await new Promise<void>((resolve) => {
-      const watchdog = setInterval(() => {
-        if (Date.now() - this.lastHeard > this.opts.staleMs) {
-          this.opts.log.warn('watch silent too long; relisting', { resource: this.path, silentSeconds: Math.round((Date.now() - this.lastHeard) / 1000) });
-          this.resourceVersion = undefined;
-          this.watchId++;
-          this.abort?.abort();
-          clearInterval(watchdog);
-          resolve();
-        }
-      }, Math.min(this.opts.staleMs / 4, 5_000));
+      const watchdog = setInterval(
+        () => {
+          if (Date.now() - this.lastHeard > this.opts.staleMs) {
+            this.opts.log.warn('watch silent too long; relisting', {
+              resource: this.path,
+              silentSeconds: Math.round((Date.now() - this.lastHeard) / 1000),
+            });
+            this.resourceVersion = undefined;
+            this.watchId++;
+            this.abort?.abort();
+            clearInterval(watchdog);
+            resolve();
+          }
+        },
+        Math.min(this.opts.staleMs / 4, 5_000),
+      );
       watchdog.unref();
       const finish = (err: unknown) => {
         clearInterval(watchdog);
@@ -246,7 +257,8 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
       const controller = new AbortController();
       this.abort = controller;
       // On the client's kept-alive connections: a resumed watch reuses the connection the last one ended on.
-      this.opts.rest.watch(this.path, query, (type, obj) => id === this.watchId && this.onWatchEvent(type, obj as T), { signal: controller.signal })
+      this.opts.rest
+        .watch(this.path, query, (type, obj) => id === this.watchId && this.onWatchEvent(type, obj as T), { signal: controller.signal })
         .then(() => finish(undefined), finish);
     });
     if (failure) throw failure;
@@ -257,7 +269,11 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
     if (type === 'ERROR') {
       // 410 Gone (resourceVersion too old) and friends: start over from a fresh list.
       const status = obj as { code?: number; message?: string };
-      this.opts.log.info(status.code === 410 ? 'watch expired (410 Gone); relisting' : 'watch error event; relisting', { resource: this.path, code: status.code, status: status.message });
+      this.opts.log.info(status.code === 410 ? 'watch expired (410 Gone); relisting' : 'watch error event; relisting', {
+        resource: this.path,
+        code: status.code,
+        status: status.message,
+      });
       this.resourceVersion = undefined;
       this.abort?.abort();
       return;

@@ -16,19 +16,27 @@ export interface ApiFailure {
 
 /** The server's own words for a failed request, whatever client-node wrapped them in. */
 export function apiFailure(e: unknown): ApiFailure {
-  if (e instanceof ApiError) return { code: e.code, reason: e.reason, message: e.message, retryAfterMs: e.throttled ? e.retryAfterMs ?? 1000 : undefined };
+  if (e instanceof ApiError)
+    return { code: e.code, reason: e.reason, message: e.message, retryAfterMs: e.throttled ? (e.retryAfterMs ?? 1000) : undefined };
   if (e instanceof ApiException) {
     const body = parseBody(e.body);
     const retryAfter = parseRetryAfter((e.headers as Record<string, string> | undefined)?.['retry-after']);
     return {
-      code: e.code, reason: body?.reason ?? 'Unknown', message: body?.message ?? String(e.body ?? e.message),
-      retryAfterMs: isThrottled(e.code, retryAfter) ? retryAfter ?? 1000 : undefined,
+      code: e.code,
+      reason: body?.reason ?? 'Unknown',
+      message: body?.message ?? String(e.body ?? e.message),
+      retryAfterMs: isThrottled(e.code, retryAfter) ? (retryAfter ?? 1000) : undefined,
     };
   }
   // client-node's Watch fails a refused watch request with only its status code (no headers): a 429 is throttling.
   const raw = (e as { statusCode?: number; code?: number }).statusCode ?? (e as { code?: unknown }).code;
   const code = typeof raw === 'number' ? raw : 0;
-  return { code, reason: code === 429 ? 'TooManyRequests' : 'ClientError', message: e instanceof Error ? e.message : String(e), retryAfterMs: code === 429 ? 1000 : undefined };
+  return {
+    code,
+    reason: code === 429 ? 'TooManyRequests' : 'ClientError',
+    message: e instanceof Error ? e.message : String(e),
+    retryAfterMs: code === 429 ? 1000 : undefined,
+  };
 }
 
 function parseBody(body: unknown): { reason?: string; message?: string } | undefined {

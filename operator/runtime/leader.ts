@@ -105,7 +105,9 @@ export class LeaderElector {
     private readonly opts: LeaderElectorOptions,
   ) {
     if (opts.renewDeadlineSeconds >= opts.leaseDurationSeconds) {
-      throw new Error(`leader election: renew deadline (${opts.renewDeadlineSeconds}s) must be less than the lease duration (${opts.leaseDurationSeconds}s)`);
+      throw new Error(
+        `leader election: renew deadline (${opts.renewDeadlineSeconds}s) must be less than the lease duration (${opts.leaseDurationSeconds}s)`,
+      );
     }
     if (opts.retryPeriodSeconds <= 0) throw new Error(`leader election: retry period must be positive, got ${opts.retryPeriodSeconds}s`);
     this.log = (opts.log ?? silentLogger).child({ lease: `${opts.namespace}/${opts.name}`, identity: opts.identity });
@@ -288,7 +290,16 @@ export class LeaderElector {
       lease = await this.request<V1Lease>('GET', undefined, signal);
     } catch (e) {
       if (statusOf(e) !== 404) throw e;
-      this.lastWritten = await this.request<V1Lease>('POST', { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name, namespace }, spec: { ...mine, acquireTime: now, leaseTransitions: 0 } }, signal);
+      this.lastWritten = await this.request<V1Lease>(
+        'POST',
+        {
+          apiVersion: 'coordination.k8s.io/v1',
+          kind: 'Lease',
+          metadata: { name, namespace },
+          spec: { ...mine, acquireTime: now, leaseTransitions: 0 },
+        },
+        signal,
+      );
       this.observe(identity);
       return { held: true, at: nowMs };
     }

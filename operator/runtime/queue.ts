@@ -80,7 +80,11 @@ export class TokenBucket {
   private tokens: number;
   private last: number;
 
-  constructor(private readonly qps: number, private readonly burst: number, private readonly now: () => number = () => performance.now()) {
+  constructor(
+    private readonly qps: number,
+    private readonly burst: number,
+    private readonly now: () => number = () => performance.now(),
+  ) {
     this.tokens = burst;
     this.last = now();
   }
@@ -152,7 +156,8 @@ export class WorkQueue {
     private readonly opts: QueueOptions,
     private readonly hooks: QueueHooks = {},
   ) {
-    if (!Number.isInteger(opts.workers) || opts.workers < 1) throw new Error(`WorkQueue: workers must be a positive integer, got ${opts.workers}`);
+    if (!Number.isInteger(opts.workers) || opts.workers < 1)
+      throw new Error(`WorkQueue: workers must be a positive integer, got ${opts.workers}`);
     this.baseDelayMs = opts.baseDelayMs ?? 5;
     this.maxDelayMs = opts.maxDelayMs ?? 1_000_000;
     this.retryBucket = new TokenBucket(opts.retryQps ?? 10, opts.retryBurst ?? 100, opts.retryClock);
@@ -332,7 +337,9 @@ export class WorkQueue {
   private retry(key: string, notBeforeMs = 0): void {
     if (this.shuttingDown) return;
     const previous = this.failures.get(key) ?? 0;
-    const delayMs = Math.round(Math.max(backoffDelay(previous, this.baseDelayMs, this.maxDelayMs), this.retryBucket.reserve(), notBeforeMs));
+    const delayMs = Math.round(
+      Math.max(backoffDelay(previous, this.baseDelayMs, this.maxDelayMs), this.retryBucket.reserve(), notBeforeMs),
+    );
     this.failures.set(key, previous + 1);
     this.observe(() => this.hooks.onRetry?.(key, previous + 1, delayMs));
     this.schedule(key, delayMs, 'retry');

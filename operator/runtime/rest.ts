@@ -47,7 +47,11 @@ export function isCreateOnlyRefusal(e: unknown): boolean {
 export class ApiError extends Error {
   override readonly name = 'ApiError';
   constructor(
-    readonly code: number, readonly reason: string, message: string, readonly verb: string, readonly path: string,
+    readonly code: number,
+    readonly reason: string,
+    message: string,
+    readonly verb: string,
+    readonly path: string,
     /** For a throttled request (429, or 503 with Retry-After) given up on: how long the server asked to wait. */
     readonly retryAfterMs?: number,
   ) {
@@ -108,10 +112,12 @@ interface Credentials {
 const TLS_FIELDS = ['ca', 'cert', 'key', 'pfx', 'passphrase', 'rejectUnauthorized', 'servername'] as const;
 
 function tlsFingerprint(opts: RequestOptions): string {
-  return JSON.stringify(TLS_FIELDS.map((f) => {
-    const v = opts[f];
-    return Buffer.isBuffer(v) ? v.toString('base64') : v;
-  }));
+  return JSON.stringify(
+    TLS_FIELDS.map((f) => {
+      const v = opts[f];
+      return Buffer.isBuffer(v) ? v.toString('base64') : v;
+    }),
+  );
 }
 
 interface Resource {
@@ -148,7 +154,7 @@ export class RestClient {
    * is rebuilt only when the TLS material itself changes.
    */
   private async auth(refresh = false): Promise<Credentials> {
-    const current = this.credentials && await this.credentials.catch(() => undefined);
+    const current = this.credentials && (await this.credentials.catch(() => undefined));
     if (!refresh && current && Date.now() - current.readAt < CREDENTIALS_TTL_MS) return current;
     const load = (async (): Promise<Credentials> => {
       const opts: RequestOptions = {};
@@ -164,7 +170,10 @@ export class RestClient {
           this.pool?.agent.destroy();
           const agentOpts: AgentOptions = { keepAlive: true, scheduling: 'lifo' };
           for (const f of TLS_FIELDS) if (opts[f] !== undefined) (agentOpts as Record<string, unknown>)[f] = opts[f];
-          this.pool = { fingerprint, agent: this.server.startsWith('http:') ? new HttpAgent({ keepAlive: true }) : new HttpsAgent(agentOpts) };
+          this.pool = {
+            fingerprint,
+            agent: this.server.startsWith('http:') ? new HttpAgent({ keepAlive: true }) : new HttpsAgent(agentOpts),
+          };
         }
         agent = this.pool.agent;
         (fresh as HttpsAgent | undefined)?.destroy();
@@ -237,7 +246,14 @@ export class RestClient {
       if (code >= 200 && code < 300) return parsed as T;
       const status = (parsed ?? {}) as { reason?: string; message?: string };
       const message = status.message ?? (text || `HTTP ${code}`);
-      throw new ApiError(code, status.reason ?? 'Unknown', message, method, path, isThrottled(code, retryAfterMs) ? retryAfterMs ?? 1000 : undefined);
+      throw new ApiError(
+        code,
+        status.reason ?? 'Unknown',
+        message,
+        method,
+        path,
+        isThrottled(code, retryAfterMs) ? (retryAfterMs ?? 1000) : undefined,
+      );
     }
   }
 
@@ -251,8 +267,12 @@ export class RestClient {
    * error answer (a throttled one says its Retry-After) or a dropped connection (code 0), and with
    * a `TimeoutError` when nothing, not even a bookmark, came for `idleMs`.
    */
-  async watch(path: string, query: Record<string, string | number | boolean | undefined>, onEvent: (type: string, object: unknown) => void,
-    opts: { signal?: AbortSignal; idleMs?: number } = {}): Promise<void> {
+  async watch(
+    path: string,
+    query: Record<string, string | number | boolean | undefined>,
+    onEvent: (type: string, object: unknown) => void,
+    opts: { signal?: AbortSignal; idleMs?: number } = {},
+  ): Promise<void> {
     const url = new URL(this.server + path);
     url.searchParams.set('watch', 'true');
     for (const [k, v] of Object.entries(query)) if (v !== undefined) url.searchParams.set(k, String(v));
@@ -275,8 +295,20 @@ export class RestClient {
     }
   }
 
-  private stream(url: URL, path: string, creds: Credentials, onEvent: (type: string, object: unknown) => void, idleMs: number, signal?: AbortSignal): Promise<void> {
-    const options: RequestOptions = { method: 'GET', agent: creds.agent, auth: creds.auth, headers: { ...creds.headers, Accept: 'application/json' } };
+  private stream(
+    url: URL,
+    path: string,
+    creds: Credentials,
+    onEvent: (type: string, object: unknown) => void,
+    idleMs: number,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    const options: RequestOptions = {
+      method: 'GET',
+      agent: creds.agent,
+      auth: creds.auth,
+      headers: { ...creds.headers, Accept: 'application/json' },
+    };
     const send = url.protocol === 'http:' ? httpRequest : httpsRequest;
     return new Promise<void>((resolve, reject) => {
       let answered = false;
@@ -305,8 +337,16 @@ export class RestClient {
             if (code === 401) this.credentials = undefined; // read them again for the next request
             const status = (parseJson(text) ?? {}) as { reason?: string; message?: string };
             const retryAfterMs = parseRetryAfter(res.headers['retry-after']);
-            settle(new ApiError(code, status.reason ?? 'Unknown', status.message ?? (text || `HTTP ${code}`), 'WATCH', path,
-              isThrottled(code, retryAfterMs) ? retryAfterMs ?? 1000 : undefined));
+            settle(
+              new ApiError(
+                code,
+                status.reason ?? 'Unknown',
+                status.message ?? (text || `HTTP ${code}`),
+                'WATCH',
+                path,
+                isThrottled(code, retryAfterMs) ? (retryAfterMs ?? 1000) : undefined,
+              ),
+            );
           });
           res.on('error', settle);
           return;
@@ -331,13 +371,19 @@ export class RestClient {
         res.on('end', () => settle());
         res.on('error', settle);
         // A connection dropped mid-stream (an API server restart) closes without 'end'.
-        res.on('close', () => settle(res.complete ? undefined : new ApiError(0, 'ConnectionFailed', `WATCH ${path}: connection closed mid-stream`, 'WATCH', path)));
+        res.on('close', () =>
+          settle(
+            res.complete ? undefined : new ApiError(0, 'ConnectionFailed', `WATCH ${path}: connection closed mid-stream`, 'WATCH', path),
+          ),
+        );
       });
       const onAbort = () => end(Object.assign(new Error(`WATCH ${path}: stopped`), { name: 'AbortError' }));
       if (signal?.aborted) onAbort();
       signal?.addEventListener('abort', onAbort, { once: true });
       req.on('close', () => signal?.removeEventListener('abort', onAbort));
-      req.setTimeout(idleMs, () => end(Object.assign(new Error(`WATCH ${path}: nothing received for ${idleMs / 1000} s`), { name: 'TimeoutError' })));
+      req.setTimeout(idleMs, () =>
+        end(Object.assign(new Error(`WATCH ${path}: nothing received for ${idleMs / 1000} s`), { name: 'TimeoutError' })),
+      );
       req.on('error', (e: NodeJS.ErrnoException) => {
         const reused = !answered && !endedHere && req.reusedSocket && (e.code === 'ECONNRESET' || e.code === 'EPIPE');
         settle(Object.assign(e, { reused }));
@@ -349,7 +395,15 @@ export class RestClient {
     });
   }
 
-  private send(url: URL, method: string, path: string, body: string | undefined, contentType: string | undefined, creds: Credentials, signal?: AbortSignal): Promise<{ code: number; text: string; retryAfter?: string }> {
+  private send(
+    url: URL,
+    method: string,
+    path: string,
+    body: string | undefined,
+    contentType: string | undefined,
+    creds: Credentials,
+    signal?: AbortSignal,
+  ): Promise<{ code: number; text: string; retryAfter?: string }> {
     const options: RequestOptions = {
       method,
       signal,
@@ -366,7 +420,9 @@ export class RestClient {
       const req = send(url, options, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ code: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), retryAfter: res.headers['retry-after'] }));
+        res.on('end', () =>
+          resolve({ code: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), retryAfter: res.headers['retry-after'] }),
+        );
         res.on('error', reject);
       });
       req.on('socket', () => {
@@ -384,7 +440,8 @@ export class RestClient {
   /** URL path of a collection or, with a name, of one object; resource names come from discovery. */
   async path(apiVersion: string, kind: string, namespace?: string, name?: string): Promise<string> {
     const resource = (await this.resources(apiVersion)).find((r) => r.kind === kind);
-    if (!resource) throw new ApiError(404, 'NotFound', `the server does not serve ${kind} in ${apiVersion}; is its CRD installed?`, 'GET', apiVersion);
+    if (!resource)
+      throw new ApiError(404, 'NotFound', `the server does not serve ${kind} in ${apiVersion}; is its CRD installed?`, 'GET', apiVersion);
     const base = apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
     const ns = resource.namespaced && namespace ? `/namespaces/${namespace}` : '';
     return `${base}${ns}/${resource.name}${name ? `/${name}` : ''}`;
@@ -451,8 +508,17 @@ export class RestClient {
   }
 
   /** Objects of a kind (one namespace or all), with the list's resourceVersion. */
-  async list<T extends KubernetesObject>(apiVersion: string, kind: string, namespace?: string, labelSelector?: string): Promise<{ items: T[]; resourceVersion?: string }> {
-    const list = await this.request<{ items: T[]; metadata?: { resourceVersion?: string } }>('GET', await this.path(apiVersion, kind, namespace), { query: { labelSelector } });
+  async list<T extends KubernetesObject>(
+    apiVersion: string,
+    kind: string,
+    namespace?: string,
+    labelSelector?: string,
+  ): Promise<{ items: T[]; resourceVersion?: string }> {
+    const list = await this.request<{ items: T[]; metadata?: { resourceVersion?: string } }>(
+      'GET',
+      await this.path(apiVersion, kind, namespace),
+      { query: { labelSelector } },
+    );
     return { items: list.items.map((i) => ({ ...i, apiVersion, kind })), resourceVersion: list.metadata?.resourceVersion };
   }
 

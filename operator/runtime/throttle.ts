@@ -45,7 +45,12 @@ export interface BackoffOptions {
  * is longer, plus up to `jitter` of it at random. Never less than the Retry-After.
  * @param random a number in [0, 1) (Math.random; fixed in tests)
  */
-export function throttleDelayMs(attempt: number, retryAfterMs: number | undefined, opts: BackoffOptions = {}, random: () => number = Math.random): number {
+export function throttleDelayMs(
+  attempt: number,
+  retryAfterMs: number | undefined,
+  opts: BackoffOptions = {},
+  random: () => number = Math.random,
+): number {
   const base = opts.baseMs ?? 1000;
   const cap = opts.capMs ?? 30_000;
   const jitter = opts.jitter ?? 0.5;
@@ -61,7 +66,10 @@ export function throttleDelayMs(attempt: number, retryAfterMs: number | undefine
  */
 export class ThrottledError extends Error {
   override readonly name = 'ThrottledError';
-  constructor(message: string, readonly retryAfterMs: number) {
+  constructor(
+    message: string,
+    readonly retryAfterMs: number,
+  ) {
     super(message);
   }
 }
