@@ -1,4 +1,4 @@
-import { KubeConfig, KubernetesObject, V1Deployment, V1Pod, V1Service } from '@kubernetes/client-node';
+import { KubeConfig, KubernetesObject, V1Deployment, V1Pod, V1ReplicaSet, V1Service } from '@kubernetes/client-node';
 import { AppKind, AppKindCrd, ContainerApp } from 'cdk8s-appkind';
 import { OWNER_INDEX, ownerIndex, ResourceCache, withOwnManagedFields, withoutManagedFields } from '../runtime/cache.js';
 import {
@@ -7,12 +7,11 @@ import {
   childNameKey,
   deploymentChanged,
   freedNodePorts,
-  INSTANCE_INDEX,
-  instanceIndex,
   NODE_PORT_INDEX,
   nodePortIndex,
   podChanged,
   podSummary,
+  replicaSetSummary,
 } from './indexes.js';
 import { EventRecorder } from '../runtime/events.js';
 import { IndexFunc, Informer, InformerHandler, InformerSource } from '../runtime/informer.js';
@@ -120,7 +119,20 @@ export class Operator {
       (type, o, old) => {
         if (type !== 'update' || podChanged(old, o)) this.enqueueByLabels(o);
       },
-      { transform: podSummary, indexers: { [INSTANCE_INDEX]: instanceIndex } },
+      { transform: podSummary, indexers: { [OWNER_INDEX]: ownerIndex } },
+    );
+    // ReplicaSets (ours only, slimmed to their owners): status lists a pod only when its ReplicaSet is
+    // controlled by the CR's own Deployment. A pod watched before its ReplicaSet was left out; the
+    // ReplicaSet's add event brings its CR back (nothing else: ReplicaSet status ticks enqueue nothing).
+    const replicaSets = watch<V1ReplicaSet>(
+      { apiVersion: 'apps/v1', kind: 'ReplicaSet', plural: 'replicasets', labelSelector: CHILD_SELECTOR },
+      (type, o) => {
+        if (type !== 'add' || pods.byIndex(OWNER_INDEX, o.metadata!.uid!).length === 0) return;
+        const deployment = controllerOf(o);
+        const live = deployment?.kind === 'Deployment' ? deployments.get(o.metadata!.namespace, deployment.name) : undefined;
+        if (live && live.metadata?.uid === deployment!.uid) this.enqueueOwner(live);
+      },
+      { transform: replicaSetSummary, indexers: { [OWNER_INDEX]: ownerIndex } },
     );
 
     const reconciler = new Reconciler({
@@ -129,6 +141,7 @@ export class Operator {
       deployments,
       services,
       pods,
+      replicaSets,
       rest,
       events: new EventRecorder(rest, settings.fieldManager, log),
       fieldManager: settings.fieldManager,
