@@ -10,7 +10,7 @@ export interface OperatorSettings {
   readonly namespaces: string[];
   /**
    * Parallel reconciles. Env WORKERS. @default 8 (a reconcile mostly waits on the API server; at
-   * 1000 CRs two workers left keys queued behind each other's round trips; see bench/README figures)
+   * 1000 CRs two workers left keys queued behind each other's round trips; see the figures in docs/benchmark.md)
    */
   readonly workers: number;
   /**
@@ -20,7 +20,7 @@ export interface OperatorSettings {
    * generation are written at once.
    * Env STATUS_INTERVAL_MS; 0 writes every change. @default 60000 (rollouts at N=300-1000 on
    * 2 cores take longer than 30 s: with 30 s every CR wrote progress every 30 s, which was most
-   * of the operator's load on the API server; see the bench figures in README.md)
+   * of the operator's load on the API server; see the figures in docs/benchmark.md)
    */
   readonly statusIntervalMs: number;
   /** Server-side apply field manager. Env FIELD_MANAGER. @default "appkind-operator" */
