@@ -170,6 +170,23 @@ export interface ContainerAppProps {
 /**
  * One app: a Deployment of a single container and a NodePort Service in front of it.
  * Built on cdk8s-plus-27 with each of its defaults that would break an arbitrary image overridden.
+ *
+ * @example
+ * import { App, Chart } from 'cdk8s';
+ * import { ContainerApp } from 'cdk8s-appkind';
+ *
+ * const app = new App();
+ * const chart = new Chart(app, 'shop');
+ * // A Deployment "backend-deployment" of 2 pods and a NodePort Service "backend-svc" on port 5000.
+ * new ContainerApp(chart, 'backend', {
+ *   name: 'backend',
+ *   image: 'takeyan/flask:0.0.3',
+ *   port: 5000,
+ *   replicas: 2,
+ *   resources: { requests: { cpu: '100m', memory: '64Mi' }, limits: { memory: '128Mi' } },
+ *   securityContext: { runAsNonRoot: true, runAsUser: 1000 },
+ * });
+ * app.synth();
  */
 export class ContainerApp extends Construct {
   /** Label key of the app name (part of the selector). */

@@ -18,6 +18,21 @@ export interface AppKindCrdProps {
 /**
  * The CustomResourceDefinition of an app kind: a structural schema the API server enforces, the status
  * and scale subresources (so `kubectl scale` and a HorizontalPodAutoscaler work), and printer columns.
+ *
+ * @example
+ * import { App, Chart } from 'cdk8s';
+ * import { AppKindCrd } from 'cdk8s-appkind';
+ *
+ * const app = new App();
+ * // The CRD "echoflasks.swallowlab.com": `kubectl apply` a CR of kind EchoFlask once it is installed.
+ * new AppKindCrd(new Chart(app, 'crds'), 'echoflask', {
+ *   appKind: {
+ *     group: 'swallowlab.com', version: 'v1alpha1', kind: 'EchoFlask', plural: 'echoflasks',
+ *     image: 'takeyan/flask:0.0.3', port: 5000, appName: 'echoflask',
+ *     allowedImages: ['takeyan/flask:*'],
+ *   },
+ * });
+ * app.synth();
  */
 export class AppKindCrd extends Construct {
   /** Default largest `spec.size` (`AppKind.maxSize`). */
