@@ -11,3 +11,4 @@ export * from './env';
 export * from './probe';
 export * from './volume';
 export * from './exposure';
+export * from './overrides';
