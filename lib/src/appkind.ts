@@ -25,6 +25,11 @@ export interface AppKind {
   /** Short app name, used in labels and the container name, e.g. `echoflask`. */
   readonly appName: string;
   /**
+   * Short names for `kubectl get`, lower-case DNS labels; `[]` for none.
+   * @default the initials of the kind's words when there are two or more (`EchoFlask`: `ef`), else none
+   */
+  readonly shortNames?: string[];
+  /**
    * Largest `spec.size` the API server accepts.
    * @default 100
    */

@@ -58,6 +58,13 @@ export class AppKindCrd extends Construct {
     return `${appKind.plural}.${appKind.group}`;
   }
 
+  /** Short names of an app kind: `AppKind.shortNames`, or the initials of the kind's words when there are two or more. */
+  public static shortNamesOf(appKind: AppKind): string[] {
+    if (appKind.shortNames) return appKind.shortNames;
+    const initials = (appKind.kind.match(/[A-Z]/g) ?? []).join('').toLowerCase();
+    return initials.length >= 2 ? [initials] : [];
+  }
+
   /** The API version of an app kind's resources, `<group>/<version>`. */
   public static apiVersionOf(appKind: AppKind): string {
     return `${appKind.group}/${appKind.version}`;
@@ -69,6 +76,7 @@ export class AppKindCrd extends Construct {
   constructor(scope: Construct, id: string, props: AppKindCrdProps) {
     super(scope, id);
     const kind = props.appKind;
+    const shortNames = AppKindCrd.shortNamesOf(kind);
     this.crd = new k8s.KubeCustomResourceDefinition(this, 'Resource', {
       metadata: { name: AppKindCrd.nameOf(kind) },
       spec: {
@@ -79,6 +87,7 @@ export class AppKindCrd extends Construct {
           listKind: `${kind.kind}List`,
           plural: kind.plural,
           singular: kind.kind.toLowerCase(),
+          shortNames: shortNames.length > 0 ? shortNames : undefined,
           categories: props.categories ?? ['appkind'],
         },
         versions: [{
@@ -92,9 +101,11 @@ export class AppKindCrd extends Construct {
           },
           additionalPrinterColumns: [
             { name: 'Size', type: 'integer', jsonPath: '.spec.size', description: 'Desired number of pods' },
-            { name: 'Ready', type: 'integer', jsonPath: '.status.readyReplicas', description: 'Pods ready' },
+            { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status', description: 'The Ready condition: True once every pod of the current spec is ready' },
+            { name: 'Pods', type: 'integer', jsonPath: '.status.readyReplicas', description: 'Pods ready' },
             { name: 'NodePort', type: 'integer', jsonPath: '.status.nodePort', description: 'Port on every node' },
             { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+            { name: 'Image', type: 'string', jsonPath: '.spec.image', priority: 1, description: `Image the resource asks for; empty: the kind's image, ${kind.image}` },
           ],
         }],
       },
@@ -114,6 +125,47 @@ function imageSchema(kind: AppKind): k8s.JsonSchemaProps {
     pattern: '^[^\\s]+$',
     description: `Container image. ${allowed} Defaults to ${kind.image}.`,
     xKubernetesValidations: policy.allowsAny ? undefined : [{ rule: policy.celRule(), message: policy.message() }],
+  };
+}
+
+/** The schema of a `metav1.Condition`, as controller-gen writes it: every field Kubernetes requires, with its bounds. */
+function conditionSchema(): k8s.JsonSchemaProps {
+  return {
+    type: 'object',
+    description: 'Condition contains details for one aspect of the current state of this API Resource.',
+    required: ['lastTransitionTime', 'message', 'reason', 'status', 'type'],
+    properties: {
+      lastTransitionTime: {
+        type: 'string',
+        format: 'date-time',
+        description: 'The last time the condition transitioned from one status to another.',
+      },
+      message: {
+        type: 'string',
+        maxLength: 32768,
+        description: 'A human readable message indicating details about the transition. This may be an empty string.',
+      },
+      observedGeneration: {
+        type: 'integer',
+        format: 'int64',
+        minimum: 0,
+        description: 'The .metadata.generation that the condition was set based upon.',
+      },
+      reason: {
+        type: 'string',
+        minLength: 1,
+        maxLength: 1024,
+        pattern: '^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$',
+        description: "A programmatic identifier indicating the reason for the condition's last transition, in CamelCase.",
+      },
+      status: { type: 'string', enum: ['True', 'False', 'Unknown'], description: 'Status of the condition, one of True, False, Unknown.' },
+      type: {
+        type: 'string',
+        maxLength: 316,
+        pattern: '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$',
+        description: 'Type of condition in CamelCase or in foo.example.com/CamelCase.',
+      },
+    },
   };
 }
 
@@ -161,20 +213,10 @@ function schema(kind: AppKind): k8s.JsonSchemaProps {
           observedGeneration: { type: 'integer', format: 'int64', description: 'Generation of the spec last reconciled.' },
           conditions: {
             type: 'array',
+            description: 'Ready, Progressing and Degraded.',
             xKubernetesListType: 'map',
             xKubernetesListMapKeys: ['type'],
-            items: {
-              type: 'object',
-              required: ['type', 'status'],
-              properties: {
-                type: { type: 'string' },
-                status: { type: 'string', enum: ['True', 'False', 'Unknown'] },
-                reason: { type: 'string' },
-                message: { type: 'string' },
-                lastTransitionTime: { type: 'string', format: 'date-time' },
-                observedGeneration: { type: 'integer', format: 'int64' },
-              },
-            },
+            items: conditionSchema(),
           },
         },
       },

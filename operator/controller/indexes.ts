@@ -2,6 +2,7 @@
 // child to the keys that find it, and the slimmed views the caches hold.
 import { KubernetesObject, V1Deployment, V1Pod, V1Service } from '@kubernetes/client-node';
 import { ContainerApp } from 'cdk8s-appkind';
+import { refKey } from '../runtime/ref.js';
 
 /** Index of pods by `namespace/instance label`: an app's pods without scanning the namespace. */
 export const INSTANCE_INDEX = 'instance';
@@ -25,18 +26,13 @@ export function nodePortIndex(obj: KubernetesObject & { spec?: { nodePort?: unkn
  */
 export const CHILD_NAME_INDEX = 'childName';
 
-/** The CHILD_NAME_INDEX value of a child `kind` named `name` in `namespace`. */
-export function childNameKey(kind: string, namespace: string | undefined, name: string): string {
-  return `${kind}/${namespace ?? ''}/${name}`;
-}
-
 export function childNameIndex(obj: KubernetesObject): string[] {
   const name = obj.metadata?.name;
   if (!name) return [];
   const names = ContainerApp.objectNames(name);
   return [
-    childNameKey('Deployment', obj.metadata?.namespace, names.deployment),
-    childNameKey('Service', obj.metadata?.namespace, names.service),
+    refKey({ kind: 'Deployment', namespace: obj.metadata?.namespace, name: names.deployment }),
+    refKey({ kind: 'Service', namespace: obj.metadata?.namespace, name: names.service }),
   ];
 }
 

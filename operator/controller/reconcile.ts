@@ -2,15 +2,17 @@ import { KubernetesObject, V1Deployment, V1OwnerReference, V1Pod, V1Service } fr
 import { AppKind, ContainerApp } from 'cdk8s-appkind';
 import { AppResource, appPropsFor, KubeObject } from '../kinds/render.js';
 import { appliedFieldsOf, drift as driftOf, firstReleased } from './apply.js';
-import { OWNER_INDEX, ResourceCache } from '../runtime/cache.js';
-import { childNameKey, INSTANCE_INDEX } from './indexes.js';
+import { CacheReader, OWNER_INDEX } from '../runtime/cache.js';
+import { Expectations } from '../runtime/expectations.js';
+import { INSTANCE_INDEX } from './indexes.js';
+import { parseRefKey, refKey, refOf } from '../runtime/ref.js';
 import { EventRecorder } from '../runtime/events.js';
 import { apiFailure, ApiFailure, describeObject } from '../runtime/kube.js';
 import { Logger } from '../runtime/log.js';
 import { imagePolicyFailure } from './policy.js';
 import { HandlerResult } from '../runtime/queue.js';
 import { RenderCache } from './render-cache.js';
-import { isCreateOnlyRefusal, RestClient } from '../runtime/rest.js';
+import { isCreateOnlyRefusal, KubeClient } from '../runtime/rest.js';
 import { StatusPacer, urgent } from './status-pacer.js';
 import { throttleDelayMs, ThrottledError } from '../runtime/throttle.js';
 import { AppStatus, computeStatus, podsRefusedEvent, ReconcileFailure, replicaFailureOf, statusEqual } from './status.js';
@@ -30,12 +32,15 @@ export class ReconcileError extends Error {
 
 export interface ReconcilerDeps {
   readonly kinds: ReadonlyMap<string, AppKind>;
-  readonly resources: ReadonlyMap<string, ResourceCache<CachedResource>>;
-  readonly deployments: ResourceCache<V1Deployment>;
-  readonly services: ResourceCache<V1Service>;
-  readonly pods: ResourceCache<V1Pod>;
-  readonly rest: RestClient;
-  readonly events: EventRecorder;
+  /** Every kind's CRs, by kind. */
+  readonly crs: ReadonlyMap<string, CacheReader<CachedResource>>;
+  readonly deployments: CacheReader<V1Deployment>;
+  readonly services: CacheReader<V1Service>;
+  readonly pods: CacheReader<V1Pod>;
+  /** Children this process created that the caches may not show yet. */
+  readonly expectations?: Expectations;
+  readonly rest: KubeClient;
+  readonly events: Pick<EventRecorder, 'record'>;
   readonly fieldManager: string;
   readonly log: Logger;
   readonly now?: () => Date;
@@ -59,11 +64,6 @@ function nameConflict(obj: KubeObject, cr: CachedResource): ReconcileFailure {
   };
 }
 
-/** Queue key of a CR. */
-export function resourceKey(kind: string, namespace: string, name: string): string {
-  return `${kind}/${namespace}/${name}`;
-}
-
 /** The controller ownerReference of an object, if any. */
 export function controllerOf(obj: KubernetesObject): V1OwnerReference | undefined {
   return obj.metadata?.ownerReferences?.find((r) => r.controller);
@@ -76,33 +76,21 @@ export function controllerOf(obj: KubernetesObject): V1OwnerReference | undefine
  */
 export class Reconciler {
   private readonly renders: RenderCache;
-  /**
-   * Children this process created that its caches have not shown yet, by `childNameKey`, as
-   * the create returned them (client-go's "expectations"): a reconcile meanwhile (the Deployment's
-   * watch event often comes before the Service's) compares with that instead of creating again, which
-   * the create-only apply would refuse (a 409, a read and an apply). Dropped once the cache has the
-   * object, and at any watch event of that name (`seen`): then the cache knows better, also when the
-   * object was deleted before a reconcile looked.
-   */
-  private readonly created = new Map<string, KubernetesObject>();
+  private readonly expectations: Expectations;
 
   constructor(private readonly deps: ReconcilerDeps) {
     this.renders = deps.renders ?? new RenderCache();
-  }
-
-  /** A watch event (any type) of a Deployment or Service: what this process created of that name is no longer needed. */
-  seen(kind: 'Deployment' | 'Service', obj: KubernetesObject): void {
-    if (this.created.size > 0) this.created.delete(childNameKey(kind, obj.metadata?.namespace, obj.metadata!.name!));
+    this.expectations = deps.expectations ?? new Expectations();
   }
 
   /** Resolves with a delay when a coalesced status change still waits to be written. */
   async reconcile(key: string): Promise<HandlerResult> {
-    const [kindName, namespace, name] = key.split('/') as [string, string, string];
-    const kind = this.deps.kinds.get(kindName);
-    const cr = this.deps.resources.get(kindName)?.get(namespace, name);
+    const ref = parseRefKey(key);
+    const kind = this.deps.kinds.get(ref.kind);
+    const cr = this.deps.crs.get(ref.kind)?.get(ref.namespace, ref.name);
     if (!kind || !cr || cr.metadata.deletionTimestamp) {
       // gone: the garbage collector removes the children
-      this.renders.forget(kindName, namespace, name);
+      this.renders.forget(ref);
       this.deps.pacer?.forget(key);
       return;
     }
@@ -154,7 +142,7 @@ export class Reconciler {
     return { ...obj, metadata: { ...obj.metadata, namespace: cr.metadata.namespace, ownerReferences: [owner] } } as KubeObject;
   }
 
-  private cacheFor(kind: string): ResourceCache<KubernetesObject> | undefined {
+  private cacheFor(kind: string): CacheReader<KubernetesObject> | undefined {
     if (kind === 'Deployment') return this.deps.deployments;
     if (kind === 'Service') return this.deps.services;
     return undefined;
@@ -172,12 +160,9 @@ export class Reconciler {
     log: Logger,
   ): Promise<ReconcileFailure | undefined> {
     const cache = this.cacheFor(obj.kind);
-    let live = cache?.get(obj.metadata.namespace, obj.metadata.name);
-    if (cache && this.created.size > 0) {
-      const name = childNameKey(obj.kind, obj.metadata.namespace, obj.metadata.name);
-      if (live) this.created.delete(name);
-      else live = this.created.get(name);
-    }
+    let live =
+      cache &&
+      this.expectations.resolve(obj.kind, obj.metadata.namespace, obj.metadata.name, cache.get(obj.metadata.namespace, obj.metadata.name));
     if (!cache) {
       try {
         live = await this.deps.rest.get(obj);
@@ -204,7 +189,7 @@ export class Reconciler {
       const outcome = await this.createOnly(obj, cr);
       if ('failure' in outcome) return outcome.failure;
       fresh.set(obj.kind, outcome.created);
-      this.created.set(childNameKey(obj.kind, obj.metadata.namespace, obj.metadata.name), outcome.created);
+      this.expectations.expect(obj.kind, outcome.created);
       log.info('created object', { object: describeObject(obj) });
       return undefined;
     } catch (e) {
@@ -237,10 +222,10 @@ export class Reconciler {
 
   /** Deletes children this CR controls that render() no longer returns. */
   private async prune(cr: CachedResource, desired: KubeObject[], log: Logger): Promise<ReconcileFailure | undefined> {
-    const keep = new Set(desired.map((o) => `${o.kind}/${o.metadata.name}`));
+    const keep = new Set(desired.map((o) => refKey(refOf(o.kind, o))));
     const uid = cr.metadata.uid!;
     const children = [...this.deps.deployments.byIndex(OWNER_INDEX, uid), ...this.deps.services.byIndex(OWNER_INDEX, uid)].filter(
-      (o) => !keep.has(`${o.kind}/${o.metadata?.name}`),
+      (o) => !keep.has(refKey(refOf(o.kind!, o))),
     );
     for (const child of children) {
       try {

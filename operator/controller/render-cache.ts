@@ -1,5 +1,6 @@
 import { AppKind } from 'cdk8s-appkind';
 import { AppResource, KubeObject, render } from '../kinds/render.js';
+import { ObjectRef, refKey, refOf } from '../runtime/ref.js';
 
 /**
  * render() per CR, remembered until the CR's spec (or name, namespace, uid) changes. Building the
@@ -10,7 +11,7 @@ export class RenderCache {
   private readonly entries = new Map<string, { fingerprint: string; objects: readonly KubeObject[] }>();
 
   render(kind: AppKind, cr: AppResource & { metadata: { uid?: string } }): readonly KubeObject[] {
-    const key = `${kind.kind}/${cr.metadata.namespace}/${cr.metadata.name}`;
+    const key = refKey(refOf(kind.kind, cr));
     const fingerprint = JSON.stringify([kind, cr.metadata.uid, cr.spec]);
     const hit = this.entries.get(key);
     if (hit?.fingerprint === fingerprint) return hit.objects;
@@ -20,8 +21,8 @@ export class RenderCache {
   }
 
   /** Drops a deleted CR's entry. */
-  forget(kind: string, namespace: string, name: string): void {
-    this.entries.delete(`${kind}/${namespace}/${name}`);
+  forget(ref: ObjectRef): void {
+    this.entries.delete(refKey(ref));
   }
 
   get size(): number {

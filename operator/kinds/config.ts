@@ -26,6 +26,7 @@ export const SAMPLE_KIND: AppKind = {
 
 const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+const DNS_1035_LABEL = /^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$/;
 const KIND = /^[A-Z][A-Za-z0-9]{0,62}$/;
 const VERSION = /^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$/;
 
@@ -171,6 +172,7 @@ export function validateAppKind(raw: Raw, where: string, names: Partial<Record<k
   const appName = str('appName', false) ?? kind.toLowerCase();
   if (!DNS_LABEL.test(appName))
     fail('appName', `"${appName}" is not a lower-case DNS label`, 'use lower-case letters, digits and "-", such as "echoflask"');
+  const shortNames = shortNameList(raw.shortNames, label('shortNames'), where);
   const maxSize = int('maxSize', 0, 100_000) ?? AppKindCrd.DEFAULT_MAX_SIZE;
   const allowedImages = patterns('allowedImages', raw.allowedImages, label, fail);
   const bool = (field: keyof AppKind): boolean | undefined => {
@@ -198,6 +200,7 @@ export function validateAppKind(raw: Raw, where: string, names: Partial<Record<k
     port: port!,
     appName,
     maxSize,
+    ...(shortNames !== undefined ? { shortNames } : {}),
     ...(allowedImages.length > 0 ? { allowedImages } : {}),
     ...(runAsNonRoot !== undefined ? { runAsNonRoot } : {}),
     ...(runAsUser !== undefined ? { runAsUser } : {}),
@@ -212,6 +215,25 @@ export function validateAppKind(raw: Raw, where: string, names: Partial<Record<k
     throw new ConfigError(`${where}: ${(e as Error).message.replace(/^ContainerApp \S+: /, '')}`);
   }
   return appKind;
+}
+
+/** `kubectl get` short names: a list (config file) or a comma-separated string (environment); undefined: derived. */
+function shortNameList(v: unknown, label: string, where: string): string[] | undefined {
+  if (v === undefined || v === null || v === '') return undefined;
+  const list =
+    typeof v === 'string'
+      ? v
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean)
+      : v;
+  const bad = Array.isArray(list) ? list.find((n) => typeof n !== 'string' || !DNS_1035_LABEL.test(n)) : v;
+  if (bad !== undefined) {
+    throw new ConfigError(
+      `${where}: ${label} has ${JSON.stringify(bad)}, not a lower-case DNS-1035 label; give short names such as "ef" (a list, or comma-separated), or [] for none`,
+    );
+  }
+  return list as string[];
 }
 
 /** Image patterns: a list (config file) or a comma-separated string (environment). */
@@ -274,6 +296,7 @@ export function kindFromEnv(env: NodeJS.ProcessEnv): AppKind | undefined {
       port: env.CLUSTERPORT,
       appName: env.APPNAME,
       plural: env.PLURAL,
+      shortNames: env.SHORTNAMES,
       maxSize: env.MAXSIZE,
       allowedImages: env.ALLOWED_IMAGES,
       runAsNonRoot: env.RUN_AS_NON_ROOT,
@@ -289,6 +312,7 @@ export function kindFromEnv(env: NodeJS.ProcessEnv): AppKind | undefined {
       port: 'CLUSTERPORT',
       appName: 'APPNAME',
       plural: 'PLURAL',
+      shortNames: 'SHORTNAMES',
       maxSize: 'MAXSIZE',
       allowedImages: 'ALLOWED_IMAGES',
       runAsNonRoot: 'RUN_AS_NON_ROOT',
@@ -353,6 +377,18 @@ export function kindsFromDocument(doc: unknown, where: string): AppKind[] {
     // The operator keys its queue, logs and metrics by Kind, so one process serves each Kind name once.
     if (seen.has(k.kind)) throw new ConfigError(`${where}: two kinds are named ${k.kind}; give each kind its own name`);
     seen.add(id).add(k.kind);
+  }
+  // kubectl resolves a short name to one resource; two kinds sharing one would shadow each other.
+  const shortNames = new Map<string, string>();
+  for (const k of kinds) {
+    for (const name of AppKindCrd.shortNamesOf(k)) {
+      const other = shortNames.get(name);
+      if (other)
+        throw new ConfigError(
+          `${where}: kinds ${other} and ${k.kind} both have the short name "${name}"; give one of them other shortNames`,
+        );
+      shortNames.set(name, k.kind);
+    }
   }
   return kinds;
 }

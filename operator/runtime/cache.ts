@@ -1,8 +1,15 @@
 import { KubernetesObject } from '@kubernetes/client-node';
 import { Informer } from './informer.js';
 
+/** What a reconciler reads of a cache: an object by name, objects by index. */
+export interface CacheReader<T extends KubernetesObject = KubernetesObject> {
+  get(namespace: string | undefined, name: string): T | undefined;
+  /** Objects under `value` in a named index. */
+  byIndex(index: string, value: string): T[];
+}
+
 /** One resource's cache across the watched namespaces (one informer each, or one for all). */
-export class ResourceCache<T extends KubernetesObject = KubernetesObject> {
+export class ResourceCache<T extends KubernetesObject = KubernetesObject> implements CacheReader<T> {
   constructor(readonly informers: Informer<T>[]) {}
 
   get(namespace: string | undefined, name: string): T | undefined {

@@ -130,6 +130,9 @@ interface Resource {
  * name differs from its model's (`default`, `x-kubernetes-*` in CRD schemas) and turns timestamps
  * into Dates; the reconciler needs objects exactly as the server and render() spell them.
  */
+/** What a reconciler asks of the API server: read, apply, delete an object; patch a status. */
+export type KubeClient = Pick<RestClient, 'get' | 'apply' | 'delete' | 'patchStatus'>;
+
 export class RestClient {
   private readonly server: string;
   private readonly discovery = new Map<string, Promise<Resource[]>>();

@@ -1,7 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
 import { V1Deployment, V1Pod, V1Service } from '@kubernetes/client-node';
 import { ownerIndex, withoutManagedFields } from '../../operator/runtime/cache.js';
-import { childNameIndex, childNameKey, deploymentChanged, freedNodePorts, instanceIndex, nodePortIndex, podChanged, podSummary } from '../../operator/controller/indexes.js';
+import { childNameIndex, deploymentChanged, freedNodePorts, instanceIndex, nodePortIndex, podChanged, podSummary } from '../../operator/controller/indexes.js';
+import { refKey } from '../../operator/runtime/ref.js';
 import { SAMPLE_KIND } from '../../operator/kinds/config.js';
 import { render } from '../../operator/kinds/render.js';
 import { RenderCache } from '../../operator/controller/render-cache.js';
@@ -102,7 +103,7 @@ describe('NodePorts a Service gives up', () => {
 describe('child names a foreign object can take', () => {
   it('index CRs by the names render() gives their Deployment and Service', () => {
     const cr = { apiVersion: 'x/v1', kind: SAMPLE_KIND.kind, metadata: { name: 'web', namespace: 'ns' }, spec: { size: 1 } };
-    const names = render(SAMPLE_KIND, cr).map((o) => childNameKey(o.kind, 'ns', o.metadata.name)).sort();
+    const names = render(SAMPLE_KIND, cr).map((o) => refKey({ kind: o.kind, namespace: 'ns', name: o.metadata.name })).sort();
     expect(childNameIndex(cr).sort()).toEqual(names);
     expect(names).toEqual(['Deployment/ns/web-deployment', 'Service/ns/web-svc']);
     expect(childNameIndex({})).toEqual([]);
@@ -121,7 +122,7 @@ describe('RenderCache', () => {
     const scaled = cache.render(SAMPLE_KIND, cr(3));
     expect(scaled).not.toBe(first);
     expect(scaled.find((o) => o.kind === 'Deployment')).toMatchObject({ spec: { replicas: 3 } });
-    cache.forget(SAMPLE_KIND.kind, 'ns', 'a');
+    cache.forget({ kind: SAMPLE_KIND.kind, namespace: 'ns', name: 'a' });
     expect(cache.size).toBe(0);
   });
 });

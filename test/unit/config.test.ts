@@ -38,6 +38,16 @@ describe('kind configuration', () => {
     expect(() => kindFromEnv({ ...WALKTHROUGH, ...extra })).toThrow(message);
   });
 
+  test('short names come from SHORTNAMES (comma-separated) or shortNames in a file; bad or shared ones are refused', () => {
+    expect(kindFromEnv({ ...WALKTHROUGH, SHORTNAMES: 'ef, echo' })?.shortNames).toEqual(['ef', 'echo']);
+    expect(kindFromEnv(WALKTHROUGH)).not.toHaveProperty('shortNames');
+    const file = writeTemp('kinds.yaml', 'kinds:\n  - {group: a.example.com, version: v1, kind: AppOne, image: "a:1", port: 80, shortNames: []}\n');
+    expect(kindsFromFile(file)[0]!.shortNames).toEqual([]);
+    expect(() => kindFromEnv({ ...WALKTHROUGH, SHORTNAMES: 'Ef' })).toThrow(/environment: SHORTNAMES has "Ef", not a lower-case DNS-1035 label/);
+    const twice = writeTemp('kinds.yaml', 'kinds:\n  - {group: a.example.com, version: v1, kind: AppOne, image: "a:1", port: 80}\n  - {group: a.example.com, version: v1, kind: AnotherOne, image: "a:1", port: 80, shortNames: [aone]}\n  - {group: a.example.com, version: v1, kind: AllOut, image: "a:1", port: 80}\n');
+    expect(() => kindsFromFile(twice)).toThrow(/kinds AppOne and AllOut both have the short name "ao"; give one of them other shortNames/);
+  });
+
   test('allowedImages that is not a list of strings is refused', () => {
     const file = writeTemp('kinds.yaml', 'kinds:\n  - {group: a.example.com, version: v1, kind: A, image: "a:1", port: 80, allowedImages: [1]}\n');
     expect(() => kindsFromFile(file)).toThrow(/kinds\[0\]: allowedImages must be a list of image patterns/);
