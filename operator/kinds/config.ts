@@ -41,6 +41,7 @@ const HAND_CHECKED = [
   'image',
   'port',
   'appName',
+  'shortNames',
   'maxSize',
   'allowedImages',
   'runAsNonRoot',
@@ -121,7 +122,7 @@ export function validateAppKind(raw: Raw, where: string, names: Partial<Record<k
     );
   }
   // A setting the operator does not know would otherwise be dropped without a word.
-  const unknown = Object.keys(raw).filter((k) => !(k in KIND_PROPERTIES));
+  const unknown = Object.keys(raw).filter((k) => !(k in KIND_PROPERTIES) && raw[k as keyof AppKind] !== undefined);
   if (unknown.length > 0) {
     throw new ConfigError(
       `${where}: ${unknown.map((k) => `"${k}"`).join(', ')} ${unknown.length > 1 ? 'are not known settings' : 'is not a known setting'}; remove it or use one of: ${Object.keys(KIND_PROPERTIES).join(', ')}`,

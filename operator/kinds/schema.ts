@@ -152,6 +152,7 @@ export const KIND_PROPERTIES: Record<string, Schema> = {
   image: str('Container image of every CR unless it sets spec.image.'),
   port: int('Container and Service port.', 1, 65535),
   appName: str('App name in labels and the container name; defaults to the kind in lower case.'),
+  shortNames: strings('Short names for kubectl, e.g. [ef]; defaults to the initials of a kind of two or more words, [] for none.'),
   maxSize: int('Largest spec.size; defaults to 100.', 0, 100000),
   allowedImages: strings('Images a CR may ask for besides the kind image: exact, or prefixes ending in *.'),
   runAsNonRoot: bool('Run as non-root with every capability dropped and seccomp RuntimeDefault ("restricted").'),

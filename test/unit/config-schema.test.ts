@@ -23,7 +23,7 @@ describe('schema/appkinds.schema.json (what an editor checks)', () => {
 
   test('lists every setting the operator keeps, and the operator keeps every setting it lists', () => {
     const everything = {
-      ...kind, plural: 'as', appName: 'a', maxSize: 3, allowedImages: ['a:*'], runAsNonRoot: true, runAsUser: 1000, readOnlyRootFilesystem: true,
+      ...kind, plural: 'as', appName: 'a', shortNames: ['aa'], maxSize: 3, allowedImages: ['a:*'], runAsNonRoot: true, runAsUser: 1000, readOnlyRootFilesystem: true,
       tmpVolume: false, command: ['a'], args: ['b'], env: [{ name: 'E', value: 'v' }], envFrom: [{ secretRef: { name: 's' } }],
       readinessProbe: { tcpSocket: {} }, livenessProbe: { tcpSocket: {} }, startupProbe: { tcpSocket: {} }, resources: { limits: { memory: '1Gi' } },
       volumes: [{ name: 'v', emptyDir: {} }], volumeMounts: [{ name: 'v', mountPath: '/v' }], imagePullSecrets: [{ name: 'r' }],
