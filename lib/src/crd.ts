@@ -2,6 +2,7 @@ import { k8s } from 'cdk8s-plus-27';
 import { Construct } from 'constructs';
 import { ContainerApp } from './app';
 import { AppKind } from './appkind';
+import { ServiceType } from './exposure';
 import { ImagePolicy } from './imagepolicy';
 
 /** Props of an {@link AppKindCrd}. */
@@ -197,7 +198,8 @@ function schema(kind: AppKind): k8s.JsonSchemaProps {
           size: { ...int('Number of pods (Deployment replicas).', 0, kind.maxSize ?? AppKindCrd.DEFAULT_MAX_SIZE), default: 1 },
           image: imageSchema(kind),
           port: int(`Container and Service port. Defaults to ${kind.port}.`, 1, 65535),
-          nodePort: int('Fixed NodePort. Allocated by the API server when unset.', 30000, 32767),
+          ...(kind.serviceType === ServiceType.CLUSTER_IP ? {} : { nodePort: int('Fixed NodePort. Allocated by the API server when unset.', 30000, 32767) }),
+          ...overrideSchemas(kind),
         },
       },
       status: {
@@ -220,4 +222,91 @@ function schema(kind: AppKind): k8s.JsonSchemaProps {
       },
     },
   };
+}
+
+// Bounds on lists and strings keep the CEL rules below within the API server's cost budget.
+const MAX_ITEMS = 64;
+const MAX_STRING = 1024;
+const QUANTITY_PATTERN = '^[0-9]+(\\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$';
+
+const text = (description: string, maxLength = MAX_STRING): k8s.JsonSchemaProps => ({ type: 'string', maxLength, description });
+const flag = (description: string): k8s.JsonSchemaProps => ({ type: 'boolean', description });
+const named = (description: string, properties: { [name: string]: k8s.JsonSchemaProps }, required: string[]): k8s.JsonSchemaProps =>
+  ({ type: 'object', description, required, properties });
+/** CEL: exactly one of these fields is set. */
+const oneOf = (fields: string[], message: string) => ({ rule: `[${fields.map((f) => `has(self.${f})`).join(', ')}].filter(x, x).size() == 1`, message });
+
+function envSchema(deny: string[]): k8s.JsonSchemaProps {
+  const keyRef = (what: string) => named(`A key of a ${what} in the namespace.`, { name: text(`Name of the ${what}.`, 253), key: text('The key.', 253), optional: flag('Start even when missing.') }, ['name', 'key']);
+  // The kind configuration allows only letters, digits, "-", "_" and "." in these names: safe in a CEL string.
+  const denied = deny.map((n) => `'${n}'`).join(', ');
+  return {
+    type: 'array',
+    maxItems: MAX_ITEMS,
+    description: `Environment variables, merged into the kind's by name.${deny.length ? ` Reserved by the kind: ${deny.join(', ')}.` : ''}`,
+    xKubernetesListType: 'map',
+    xKubernetesListMapKeys: ['name'],
+    xKubernetesValidations: deny.length ? [{ rule: `self.all(e, !(e.name in [${denied}]))`, message: `spec.env may not set ${deny.join(', ')}: the kind reserves ${deny.length > 1 ? 'them' : 'it'}` }] : undefined,
+    items: {
+      type: 'object',
+      required: ['name'],
+      xKubernetesValidations: [{ rule: '!(has(self.value) && has(self.valueFrom))', message: 'give value or valueFrom, not both' }],
+      properties: {
+        name: { ...text('Name of the variable.', 256), minLength: 1 },
+        value: text('Plain value.', 32768),
+        valueFrom: {
+          type: 'object',
+          description: 'A ConfigMap key, a Secret key or a pod field (exactly one).',
+          xKubernetesValidations: [oneOf(['configMapKeyRef', 'secretKeyRef', 'fieldRef'], 'valueFrom needs exactly one of configMapKeyRef, secretKeyRef, fieldRef')],
+          properties: {
+            configMapKeyRef: keyRef('ConfigMap'),
+            secretKeyRef: keyRef('Secret'),
+            fieldRef: named('A field of the pod (Downward API).', { fieldPath: text('e.g. metadata.name.', 256), apiVersion: text('Defaults to v1.', 64) }, ['fieldPath']),
+          },
+        },
+      },
+    },
+  };
+}
+
+function envFromSchema(): k8s.JsonSchemaProps {
+  const source = (what: string) => named(`Every key of a ${what} in the namespace.`, { name: text(`Name of the ${what}.`, 253), optional: flag('Start even when missing.') }, ['name']);
+  return {
+    type: 'array',
+    maxItems: MAX_ITEMS,
+    description: "Variables from every key of ConfigMaps and Secrets, added after the kind's.",
+    items: {
+      type: 'object',
+      xKubernetesValidations: [oneOf(['configMapRef', 'secretRef'], 'envFrom needs exactly one of configMapRef, secretRef')],
+      properties: { prefix: text('Prefix of every name.', 256), configMapRef: source('ConfigMap'), secretRef: source('Secret') },
+    },
+  };
+}
+
+function resourcesSchema(maxCpu: string | undefined, maxMemory: string | undefined, kindName: string): k8s.JsonSchemaProps {
+  const quantity = (resource: string, max: string | undefined): k8s.JsonSchemaProps => ({
+    type: 'string',
+    maxLength: 64,
+    pattern: QUANTITY_PATTERN,
+    description: `${resource} quantity${max ? `, at most ${max}` : ''}.`,
+    xKubernetesValidations: max ? [{ rule: `quantity(self).compareTo(quantity('${max}')) <= 0`, message: `${resource} must be at most ${max} (the most a ${kindName} may ask)` }] : undefined,
+  });
+  const list = (what: string): k8s.JsonSchemaProps => ({
+    type: 'object',
+    description: what,
+    properties: { cpu: quantity('cpu', maxCpu), memory: quantity('memory', maxMemory) },
+  });
+  return { type: 'object', description: "CPU and memory, merged into the kind's quantity by quantity.", properties: { requests: list('What the scheduler reserves.'), limits: list('The most the container may use.') } };
+}
+
+/** The spec fields a kind lets its CRs set (AppKind.overrides), with the kind's limits as schema and CEL rules. */
+function overrideSchemas(kind: AppKind): { [name: string]: k8s.JsonSchemaProps } {
+  const o = kind.overrides ?? {};
+  const out: { [name: string]: k8s.JsonSchemaProps } = {};
+  if (o.args) out.args = { type: 'array', maxItems: MAX_ITEMS, items: text('An argument.'), description: "Arguments of the entrypoint, replacing the kind's." };
+  if (o.env) out.env = envSchema(o.env.deny ?? []);
+  if (o.envFrom) out.envFrom = envFromSchema();
+  if (o.resources) out.resources = resourcesSchema(o.resources.maxCpu, o.resources.maxMemory, kind.kind);
+  if (o.serviceAccountName) out.serviceAccountName = { ...text("ServiceAccount of the pods, instead of the kind's.", 253), pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$' };
+  return out;
 }
