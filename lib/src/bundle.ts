@@ -146,6 +146,8 @@ function reconcileRules(kinds: AppKind[]): Rule[] {
     { apiGroups: ['apps'], resources: ['deployments'], verbs: CHILD_VERBS },
     { apiGroups: [''], resources: ['services'], verbs: CHILD_VERBS },
     { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] },
+    // Status lists only the pods of ReplicaSets the CR's own Deployment controls.
+    { apiGroups: ['apps'], resources: ['replicasets'], verbs: ['list', 'watch'] },
     // core/v1 Events, one create per new failure message.
     { apiGroups: [''], resources: ['events'], verbs: ['create'] },
   ];

@@ -1,10 +1,9 @@
-import { KubernetesObject, V1Deployment, V1OwnerReference, V1Pod, V1Service } from '@kubernetes/client-node';
+import { KubernetesObject, V1Deployment, V1OwnerReference, V1Pod, V1ReplicaSet, V1Service } from '@kubernetes/client-node';
 import { AppKind, ContainerApp } from 'cdk8s-appkind';
 import { AppResource, appPropsFor, KubeObject } from '../kinds/render.js';
 import { appliedFieldsOf, drift as driftOf, firstReleased } from './apply.js';
 import { CacheReader, OWNER_INDEX } from '../runtime/cache.js';
 import { Expectations } from '../runtime/expectations.js';
-import { INSTANCE_INDEX } from './indexes.js';
 import { parseRefKey, refKey, refOf } from '../runtime/ref.js';
 import { EventRecorder } from '../runtime/events.js';
 import { apiFailure, ApiFailure, describeObject } from '../runtime/kube.js';
@@ -37,6 +36,8 @@ export interface ReconcilerDeps {
   readonly deployments: CacheReader<V1Deployment>;
   readonly services: CacheReader<V1Service>;
   readonly pods: CacheReader<V1Pod>;
+  /** The app's ReplicaSets, slimmed to their owners: which pods belong to a CR's Deployment. */
+  readonly replicaSets: CacheReader<V1ReplicaSet>;
   /** Children this process created that the caches may not show yet. */
   readonly expectations?: Expectations;
   readonly rest: KubeClient;
@@ -240,6 +241,16 @@ export class Reconciler {
     return undefined;
   }
 
+  /**
+   * The pods of `deployment`: those whose controller is a ReplicaSet the Deployment controls, not
+   * any pod carrying the app's labels.
+   */
+  private podsOf(deployment: V1Deployment | undefined): V1Pod[] {
+    const uid = deployment?.metadata?.uid;
+    if (!uid) return [];
+    return this.deps.replicaSets.byIndex(OWNER_INDEX, uid).flatMap((rs) => this.deps.pods.byIndex(OWNER_INDEX, rs.metadata!.uid!));
+  }
+
   /** Writes status when it changed; returns how long a coalesced change still waits (0: none). */
   private async writeStatus(
     key: string,
@@ -251,19 +262,20 @@ export class Reconciler {
   ): Promise<number> {
     const ns = cr.metadata.namespace!;
     const props = appPropsFor(kind, cr);
-    // The same names and labels the construct gives the children.
-    const selectorLabels = ContainerApp.selectorLabelsOf(props.name!, props.appName!);
     const names = ContainerApp.objectNames(props.name!);
-    const deployment = (fresh.get('Deployment') as V1Deployment | undefined) ?? this.deps.deployments.get(ns, names.deployment);
+    // Only children this CR controls count: an object of the same name that someone else owns
+    // (Degraded NameConflict) must not lend the CR its replicas or NodePort.
+    const controlled = <T extends KubernetesObject>(obj: T | undefined): T | undefined =>
+      obj && controllerOf(obj)?.uid === cr.metadata.uid ? obj : undefined;
+    const deployment = controlled((fresh.get('Deployment') as V1Deployment | undefined) ?? this.deps.deployments.get(ns, names.deployment));
     const status = computeStatus({
       size: props.replicas ?? 1,
       generation: cr.metadata.generation,
-      selectorLabels,
+      // The same labels the construct gives the children.
+      selectorLabels: ContainerApp.selectorLabelsOf(props.name!, props.appName!),
       deployment,
-      service: (fresh.get('Service') as V1Service | undefined) ?? this.deps.services.get(ns, names.service),
-      pods: this.deps.pods
-        .byIndex(INSTANCE_INDEX, `${ns}/${props.name}`)
-        .filter((p) => Object.entries(selectorLabels).every(([k, v]) => p.metadata?.labels?.[k] === v)),
+      service: controlled((fresh.get('Service') as V1Service | undefined) ?? this.deps.services.get(ns, names.service)),
+      pods: this.podsOf(deployment),
       failure,
       previous: cr.status,
       now: this.deps.now?.() ?? new Date(),

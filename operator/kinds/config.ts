@@ -1,6 +1,9 @@
 import { readFileSync } from 'node:fs';
+import { Ajv, type ErrorObject } from 'ajv';
 import { parse as parseYaml } from 'yaml';
-import { AppKind, AppKindCrd, ImagePolicy } from 'cdk8s-appkind';
+import { AppKind, AppKindCrd, AppKindOverrides, ImagePolicy } from 'cdk8s-appkind';
+import { KIND_PROPERTIES, structuredSettingsSchema } from './schema.js';
+import { render } from './render.js';
 
 /** A configuration mistake, with the setting that is wrong and how to fix it in the message. */
 export class ConfigError extends Error {
@@ -23,16 +26,108 @@ export const SAMPLE_KIND: AppKind = {
 
 const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+const DNS_1035_LABEL = /^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$/;
 const KIND = /^[A-Z][A-Za-z0-9]{0,62}$/;
 const VERSION = /^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$/;
 
 type Raw = Partial<Record<keyof AppKind, unknown>>;
+
+/** Settings checked by hand below, with messages of their own; every other setting is checked by the schema. */
+const HAND_CHECKED = [
+  'group',
+  'version',
+  'kind',
+  'plural',
+  'image',
+  'port',
+  'appName',
+  'shortNames',
+  'maxSize',
+  'allowedImages',
+  'runAsNonRoot',
+  'runAsUser',
+  'readOnlyRootFilesystem',
+] as const;
+const STRUCTURED = Object.keys(KIND_PROPERTIES).filter((k) => !(HAND_CHECKED as readonly string[]).includes(k));
+const checkStructured = new Ajv({ allErrors: false, strict: true, verbose: true }).compile(structuredSettingsSchema(STRUCTURED));
+
+/** `/env/0/valueFrom` as `env[0].valueFrom`. */
+function settingPath(pointer: string): string {
+  return pointer
+    .split('/')
+    .slice(1)
+    .map((p) => (/^[0-9]+$/.test(p) ? `[${p}]` : `.${p}`))
+    .join('')
+    .replace(/^\./, '');
+}
+
+/**
+ * The error to report: ajv stops at the first, except inside a oneOf (true, or an object), where each
+ * branch reports; then the object branch's complaint (an unknown key) says more than "must be boolean".
+ */
+function firstError(errors: ErrorObject[]): ErrorObject {
+  if (!errors.some((e) => e.keyword === 'oneOf')) return errors[0]!;
+  return errors.find((e) => e.keyword !== 'type' && e.keyword !== 'oneOf') ?? errors.find((e) => e.keyword === 'oneOf')!;
+}
+
+/** One schema error as a sentence naming the setting and the fix. */
+function schemaMessage(e: ErrorObject): string {
+  const at = settingPath(e.instancePath);
+  const p = e.params as Record<string, unknown>;
+  switch (e.keyword) {
+    case 'additionalProperties': {
+      const allowed = Object.keys((e.parentSchema as { properties?: object } | undefined)?.properties ?? {});
+      return `${at ? `${at}.` : ''}${String(p.additionalProperty)} is not a known setting; remove it, or use one of: ${allowed.join(', ')}`;
+    }
+    case 'required':
+      return `${at || 'the kind'} lacks ${String(p.missingProperty)}; add it`;
+    case 'type':
+      return `${at} must be ${String(p.type)}${p.type === 'string' ? '; quote the value' : ''}`;
+    case 'enum':
+      return `${at} must be one of ${(p.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
+    case 'pattern':
+      return `${at} does not match ${String(p.pattern)}; ${at.endsWith('mountPath') ? 'give an absolute path' : 'give a Kubernetes quantity such as 500m or 128Mi'}`;
+    case 'oneOf':
+      return `${at} must be true, false or an object of the documented fields`;
+    default:
+      return `${at} ${e.message ?? 'is not valid'}`;
+  }
+}
+
+/** The CR fields a kind lets CRs set, with `true` written as `{}` and `false` as absent. */
+function overridesOf(raw: unknown): AppKindOverrides | undefined {
+  if (raw === undefined || raw === null) return undefined;
+  const o = raw as Record<string, unknown>;
+  const flag = (v: unknown) => (v === true ? true : undefined);
+  const object = <T>(v: unknown): T | undefined => (v === true ? ({} as T) : v && typeof v === 'object' ? (v as T) : undefined);
+  const out: AppKindOverrides = {
+    args: flag(o.args),
+    env: object(o.env),
+    envFrom: flag(o.envFrom),
+    resources: object(o.resources),
+    serviceAccountName: flag(o.serviceAccountName),
+  };
+  const set = Object.fromEntries(Object.entries(out).filter(([, v]) => v !== undefined));
+  return Object.keys(set).length > 0 ? (set as AppKindOverrides) : undefined;
+}
 
 /**
  * Checks one kind and fills in derived fields (plural, appName). `where` names the source of the
  * settings (e.g. "environment" or "kinds[1] in appkind.yaml") so the message points at it.
  */
 export function validateAppKind(raw: Raw, where: string, names: Partial<Record<keyof AppKind, string>> = {}): AppKind {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    throw new ConfigError(
+      `${where}: a kind must be a mapping of settings such as {group, version, kind, image, port}, got ${JSON.stringify(raw)}`,
+    );
+  }
+  // A setting the operator does not know would otherwise be dropped without a word.
+  const unknown = Object.keys(raw).filter((k) => !(k in KIND_PROPERTIES) && raw[k as keyof AppKind] !== undefined);
+  if (unknown.length > 0) {
+    throw new ConfigError(
+      `${where}: ${unknown.map((k) => `"${k}"`).join(', ')} ${unknown.length > 1 ? 'are not known settings' : 'is not a known setting'}; remove it or use one of: ${Object.keys(KIND_PROPERTIES).join(', ')}`,
+    );
+  }
   const label = (field: keyof AppKind) => names[field] ?? field;
   const fail = (field: keyof AppKind, problem: string, fix: string): never => {
     throw new ConfigError(`${where}: ${label(field)} ${problem}; ${fix}`);
@@ -78,6 +173,7 @@ export function validateAppKind(raw: Raw, where: string, names: Partial<Record<k
   const appName = str('appName', false) ?? kind.toLowerCase();
   if (!DNS_LABEL.test(appName))
     fail('appName', `"${appName}" is not a lower-case DNS label`, 'use lower-case letters, digits and "-", such as "echoflask"');
+  const shortNames = shortNameList(raw.shortNames, label('shortNames'), where);
   const maxSize = int('maxSize', 0, 100_000) ?? AppKindCrd.DEFAULT_MAX_SIZE;
   const allowedImages = patterns('allowedImages', raw.allowedImages, label, fail);
   const bool = (field: keyof AppKind): boolean | undefined => {
@@ -92,7 +188,11 @@ export function validateAppKind(raw: Raw, where: string, names: Partial<Record<k
   const runAsUser = int('runAsUser', 0, 2147483647);
   if (runAsNonRoot && runAsUser === 0)
     fail('runAsUser', `is 0 (root) while ${label('runAsNonRoot')} is true`, `give ${label('runAsUser')} a non-zero UID or leave it unset`);
-  return {
+  const structured = Object.fromEntries(STRUCTURED.filter((k) => raw[k as keyof AppKind] != null).map((k) => [k, raw[k as keyof AppKind]]));
+  if (!checkStructured(structured)) throw new ConfigError(`${where}: ${schemaMessage(firstError(checkStructured.errors!))}`);
+  const { overrides: rawOverrides, ...settings } = structured;
+  const overrides = overridesOf(rawOverrides);
+  const appKind: AppKind = {
     group,
     version,
     kind,
@@ -101,11 +201,40 @@ export function validateAppKind(raw: Raw, where: string, names: Partial<Record<k
     port: port!,
     appName,
     maxSize,
+    ...(shortNames !== undefined ? { shortNames } : {}),
     ...(allowedImages.length > 0 ? { allowedImages } : {}),
     ...(runAsNonRoot !== undefined ? { runAsNonRoot } : {}),
     ...(runAsUser !== undefined ? { runAsUser } : {}),
     ...(readOnlyRootFilesystem !== undefined ? { readOnlyRootFilesystem } : {}),
+    ...settings,
+    ...(overrides ? { overrides } : {}),
   };
+  // The construct's own checks (one probe handler, mounts of listed volumes...), on a CR that sets nothing.
+  try {
+    render(appKind, { apiVersion: `${group}/${version}`, kind, metadata: { name: 'check' } });
+  } catch (e) {
+    throw new ConfigError(`${where}: ${(e as Error).message.replace(/^ContainerApp \S+: /, '')}`);
+  }
+  return appKind;
+}
+
+/** `kubectl get` short names: a list (config file) or a comma-separated string (environment); undefined: derived. */
+function shortNameList(v: unknown, label: string, where: string): string[] | undefined {
+  if (v === undefined || v === null || v === '') return undefined;
+  const list =
+    typeof v === 'string'
+      ? v
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean)
+      : v;
+  const bad = Array.isArray(list) ? list.find((n) => typeof n !== 'string' || !DNS_1035_LABEL.test(n)) : v;
+  if (bad !== undefined) {
+    throw new ConfigError(
+      `${where}: ${label} has ${JSON.stringify(bad)}, not a lower-case DNS-1035 label; give short names such as "ef" (a list, or comma-separated), or [] for none`,
+    );
+  }
+  return list as string[];
 }
 
 /** Image patterns: a list (config file) or a comma-separated string (environment). */
@@ -155,10 +284,12 @@ export function kindFromEnv(env: NodeJS.ProcessEnv): AppKind | undefined {
       `environment: ${set.join(', ')} set but ${missing.join(', ')} missing; set all six of ${KIND_VARIABLES.join(', ')} (or none, and use APPKIND_CONFIG)`,
     );
   }
+  const settings = kindSettingsFromEnv(env.KIND_SETTINGS);
   const groupName = env.GROUPNAME!;
   const group = groupName.includes('.') ? groupName : `${groupName}.${env.DOMAIN || 'com'}`;
   return validateAppKind(
     {
+      ...settings,
       group,
       version: env.VERSION,
       kind: env.CRKIND,
@@ -166,6 +297,7 @@ export function kindFromEnv(env: NodeJS.ProcessEnv): AppKind | undefined {
       port: env.CLUSTERPORT,
       appName: env.APPNAME,
       plural: env.PLURAL,
+      shortNames: env.SHORTNAMES,
       maxSize: env.MAXSIZE,
       allowedImages: env.ALLOWED_IMAGES,
       runAsNonRoot: env.RUN_AS_NON_ROOT,
@@ -181,6 +313,7 @@ export function kindFromEnv(env: NodeJS.ProcessEnv): AppKind | undefined {
       port: 'CLUSTERPORT',
       appName: 'APPNAME',
       plural: 'PLURAL',
+      shortNames: 'SHORTNAMES',
       maxSize: 'MAXSIZE',
       allowedImages: 'ALLOWED_IMAGES',
       runAsNonRoot: 'RUN_AS_NON_ROOT',
@@ -188,6 +321,28 @@ export function kindFromEnv(env: NodeJS.ProcessEnv): AppKind | undefined {
       readOnlyRootFilesystem: 'READ_ONLY_ROOT_FILESYSTEM',
     },
   );
+}
+
+/**
+ * KIND_SETTINGS: the settings beyond the walkthrough's variables (args, env, probes, volumes, overrides...)
+ * as one YAML or JSON mapping, with the config file's keys.
+ */
+function kindSettingsFromEnv(text: string | undefined): Record<string, unknown> {
+  if (!text) return {};
+  let doc: unknown;
+  try {
+    doc = parseYaml(text);
+  } catch (e) {
+    throw new ConfigError(`environment: KIND_SETTINGS is not valid YAML/JSON (${(e as Error).message})`);
+  }
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) {
+    throw new ConfigError(`environment: KIND_SETTINGS must be a mapping such as '{args: ["-m", "64"]}', got ${JSON.stringify(doc)}`);
+  }
+  const own = Object.keys(doc).filter((k) => (HAND_CHECKED as readonly string[]).includes(k));
+  if (own.length > 0) {
+    throw new ConfigError(`environment: KIND_SETTINGS sets ${own.join(', ')}, which have variables of their own; set those instead`);
+  }
+  return doc as Record<string, unknown>;
 }
 
 /** Kinds listed in a YAML or JSON config file: `kinds: [{group, version, kind, image, port, ...}]`. */
@@ -223,6 +378,18 @@ export function kindsFromDocument(doc: unknown, where: string): AppKind[] {
     // The operator keys its queue, logs and metrics by Kind, so one process serves each Kind name once.
     if (seen.has(k.kind)) throw new ConfigError(`${where}: two kinds are named ${k.kind}; give each kind its own name`);
     seen.add(id).add(k.kind);
+  }
+  // kubectl resolves a short name to one resource; two kinds sharing one would shadow each other.
+  const shortNames = new Map<string, string>();
+  for (const k of kinds) {
+    for (const name of AppKindCrd.shortNamesOf(k)) {
+      const other = shortNames.get(name);
+      if (other)
+        throw new ConfigError(
+          `${where}: kinds ${other} and ${k.kind} both have the short name "${name}"; give one of them other shortNames`,
+        );
+      shortNames.set(name, k.kind);
+    }
   }
   return kinds;
 }

@@ -11,5 +11,6 @@ export {
   validateAppKind,
   watchNamespaces,
 } from './config.js';
+export { CONFIG_SCHEMA, configSchemaJson } from './schema.js';
 export { crdFileName, crdObjects, crdYaml } from './crd-yaml.js';
-export { appPropsFor, render, type AppResource, type KubeObject } from './render.js';
+export { appPropsFor, overrideProblems, quantityValue, render, type AppResource, type AppSpec, type KubeObject } from './render.js';

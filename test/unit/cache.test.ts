@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { V1Deployment, V1Pod, V1Service } from '@kubernetes/client-node';
 import { ownerIndex, withoutManagedFields } from '../../operator/runtime/cache.js';
-import { childNameIndex, deploymentChanged, freedNodePorts, instanceIndex, nodePortIndex, podChanged, podSummary } from '../../operator/controller/indexes.js';
+import { childNameIndex, deploymentChanged, freedNodePorts, nodePortIndex, podChanged, podSummary } from '../../operator/controller/indexes.js';
 import { refKey } from '../../operator/runtime/ref.js';
 import { SAMPLE_KIND } from '../../operator/kinds/config.js';
 import { render } from '../../operator/kinds/render.js';
@@ -28,7 +28,7 @@ describe('cache trims and indexes', () => {
       metadata: { name: 'a-deployment-1', namespace: 'ns', uid: 'u1', resourceVersion: '7', labels: { 'app.kubernetes.io/instance': 'a' }, ownerReferences: pod.metadata!.ownerReferences },
       status: { conditions: [{ type: 'Ready', status: 'True' }] },
     });
-    expect(instanceIndex(s)).toEqual(['ns/a']);
+    expect(ownerIndex(s)).toEqual(['rs1']);
   });
 
   it('sees a pod change only when readiness, deletion or labels change', () => {

@@ -2,10 +2,9 @@
 // the event recorder): what it sends for a new CR, a converged one, drift, a name conflict and a
 // child no longer rendered. The integration tests run the same code against the real control plane.
 import { beforeEach, describe, expect, test } from '@jest/globals';
-import { KubernetesObject, V1Deployment, V1Pod, V1Service } from '@kubernetes/client-node';
+import { KubernetesObject, V1Deployment, V1Pod, V1ReplicaSet, V1Service } from '@kubernetes/client-node';
 import { SAMPLE_KIND } from '../../operator/kinds/config.js';
 import { render } from '../../operator/kinds/render.js';
-import { INSTANCE_INDEX, instanceIndex } from '../../operator/controller/indexes.js';
 import { CachedResource, Reconciler, ReconcileError } from '../../operator/controller/reconcile.js';
 import { CacheReader, OWNER_INDEX, ownerIndex } from '../../operator/runtime/cache.js';
 import { silentLogger } from '../../operator/runtime/log.js';
@@ -90,7 +89,7 @@ describe('Reconciler', () => {
     crs = new MemoryCache();
     deployments = new MemoryCache({ [OWNER_INDEX]: ownerIndex });
     services = new MemoryCache({ [OWNER_INDEX]: ownerIndex });
-    pods = new MemoryCache({ [INSTANCE_INDEX]: instanceIndex });
+    pods = new MemoryCache({ [OWNER_INDEX]: ownerIndex });
     client = new RecordingClient();
     events = [];
     reconciler = new Reconciler({
@@ -99,6 +98,7 @@ describe('Reconciler', () => {
       deployments,
       services,
       pods,
+      replicaSets: new MemoryCache<V1ReplicaSet>({ [OWNER_INDEX]: ownerIndex }),
       rest: client,
       events: { record: async (_obj, _type, reason, message) => void events.push({ reason, message }) },
       fieldManager: MANAGER,

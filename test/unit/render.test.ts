@@ -38,6 +38,28 @@ describe('render', () => {
     expect(deployment!.spec.template.spec.securityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
   });
 
+  test('a CR sets args, env, envFrom, resources and serviceAccountName only where the kind allows; the rest comes from the kind', () => {
+    const base = { ...SAMPLE_KIND, args: ['--kind'], env: [{ name: 'A', value: 'kind' }, { name: 'B', value: 'kind' }], resources: { limits: { cpu: '1', memory: '1Gi' } }, serviceAccountName: 'kind-sa' };
+    const spec = {
+      args: ['--cr'], env: [{ name: 'B', value: 'cr' }, { name: 'C', value: 'cr' }], envFrom: [{ secretRef: { name: 's' } }],
+      resources: { limits: { memory: '2Gi' } }, serviceAccountName: 'cr-sa',
+    };
+    type Pod = { serviceAccountName?: string; containers: { args?: string[]; env?: unknown[]; envFrom?: unknown[]; resources?: unknown }[] };
+    const podOf = (kind: typeof base) => (render(kind, cr(spec))[0] as unknown as { spec: { template: { spec: Pod } } }).spec.template.spec;
+    const closed = podOf(base);
+    expect(closed.containers[0]).toMatchObject({ args: ['--kind'], env: base.env, resources: base.resources });
+    expect(closed.containers[0]!.envFrom).toBeUndefined();
+    expect(closed.serviceAccountName).toBe('kind-sa');
+    const open = podOf({ ...base, overrides: { args: true, env: {}, envFrom: true, resources: {}, serviceAccountName: true } } as typeof base);
+    expect(open.containers[0]).toMatchObject({
+      args: ['--cr'],
+      env: [{ name: 'A', value: 'kind' }, { name: 'B', value: 'cr' }, { name: 'C', value: 'cr' }],
+      envFrom: [{ secretRef: { name: 's' } }],
+      resources: { limits: { cpu: '1', memory: '2Gi' } },
+    });
+    expect(open.serviceAccountName).toBe('cr-sa');
+  });
+
   test('a CR without spec gets one pod; a missing namespace stays unset', () => {
     const [deployment] = asList(render(SAMPLE_KIND, { ...sampleResource(SAMPLE_KIND), spec: undefined }));
     expect(deployment!.spec.replicas).toBe(1);
