@@ -6,6 +6,7 @@ import { containerdConfig } from '../../tools/controlplane/containerd.js';
 import { kubeProxyArgs } from '../../tools/controlplane/kube-proxy.js';
 import { kubeletConfiguration } from '../../tools/controlplane/kubelet.js';
 import { normalizeImageName } from '../../tools/controlplane/node-images.js';
+import { realNodeProblems, RealNodeUnavailableError } from '../../tools/controlplane/node-preconditions.js';
 import { firstAddress, overlaps, pickNodeNetwork, routeDestinations } from '../../tools/controlplane/node-network.js';
 
 describe('node network ranges', () => {
@@ -82,5 +83,22 @@ describe('node component settings', () => {
   it('kube-proxy serves NodePorts on loopback and the node address and leaves conntrack alone', () => {
     const args = kubeProxyArgs({ kubeconfig: '/k', nodeIp: '10.243.0.1', podCidr: '10.244.0.0/24', healthzPort: 1, metricsPort: 2 });
     expect(args).toEqual(expect.arrayContaining(['--proxy-mode=iptables', '--nodeport-addresses=127.0.0.0/8,10.243.0.1/32', '--conntrack-max-per-core=0', '--conntrack-tcp-timeout-established=0']));
+  });
+});
+
+describe('real node preconditions', () => {
+  it('names every node binary that is missing and how to build it', () => {
+    const problems = realNodeProblems({ etcd: '/e', 'kube-apiserver': '/a', 'kube-controller-manager': '/c', source: 'test' });
+    const binaries = problems.find((p) => p.startsWith('binaries not built'));
+    expect(binaries).toMatch(/kubelet, kube-proxy, containerd, containerd-shim-runc-v2, ctr, crictl, pause, bridge, host-local, loopback, portmap/);
+    expect(binaries).toMatch(/bash tools\/controlplane\/build\.sh/);
+    expect(problems).toContain('kube-scheduler not built (bash tools/controlplane/build.sh)');
+  });
+
+  it('says what is missing, how to fix it and that kwok needs none of it', () => {
+    const message = new RealNodeUnavailableError(['missing runc, nft: apt-get install runc nftables']).message;
+    expect(message).toContain('the real node cannot start here');
+    expect(message).toContain('  - missing runc, nft: apt-get install runc nftables');
+    expect(message).toContain('without --real-node');
   });
 });

@@ -101,6 +101,7 @@ export class ControlPlane implements Stoppable {
     this.realNode = node?.info;
     this.kubeconfigPath = join(this.dir, 'kubeconfig');
     this.adminToken = writeAdminTokenFile(join(this.dir, 'tokens.csv'));
+    node?.addUsers(join(this.dir, 'tokens.csv'));
     if (opts.auditLog) this.auditLogPath = join(this.dir, 'audit.log');
     this.hasScheduler = hasScheduler;
     this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
@@ -127,8 +128,9 @@ export class ControlPlane implements Stoppable {
     try {
       await cp.boot();
     } catch (err) {
-      await cp.node?.stop();
+      await cp.node?.stopProcesses();
       await cp.stopProcesses();
+      await cp.node?.stop();
       cp.keepLogsOnly();
       throw err;
     }
@@ -148,7 +150,7 @@ export class ControlPlane implements Stoppable {
     this.startControllers();
     if (this.node) {
       const node = this.node;
-      const access = { server: this.server, caPem: this.caPem, tokenFile: join(this.dir, 'tokens.csv'), logsDir: join(this.dir, 'logs') };
+      const access = { server: this.server, caPem: this.caPem, logsDir: join(this.dir, 'logs') };
       await Promise.all([this.waitForDefaultServiceAccount(kc), node.start(access, kc)]);
       step(`controllers, scheduler and real node ${node.info.name} ready`);
       return;
@@ -330,8 +332,9 @@ export class ControlPlane implements Stoppable {
   /** Stops every process and removes the temp folder. Safe to call more than once. */
   stop(): Promise<void> {
     this.stopping ??= (async () => {
-      await this.node?.stop();
+      await this.node?.stopProcesses();
       await this.stopProcesses();
+      await this.node?.stop();
       await rm(this.dir, { recursive: true, force: true });
       unwatchDir(this.dir);
       untrack(this);

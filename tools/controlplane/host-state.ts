@@ -2,9 +2,9 @@
 // /run) and undone at stop, or at the next start when a run was SIGKILLed: processes, mounts, links,
 // nftables rules/chains/tables, cgroups, paths and sysctls. Only what the run made is removed.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, rmdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { NODE_LINK, POD_BRIDGE } from './node-network.js';
+import { GUARD_TABLE, NODE_LINK, POD_BRIDGE } from './node-network.js';
 
 export const STATE_DIR = '/run/appkind-realnode';
 const STATE_FILE = join(STATE_DIR, 'state.json');
@@ -33,12 +33,24 @@ export const NODE_SYSCTLS = [
 ];
 
 /** Host paths containerd or the kubelet create outside the run's folder. */
-export const HOST_PATHS = ['/run/containerd', '/run/nri', '/var/run/netns', '/var/log/containers', '/var/log/pods', '/var/lib/cni', '/etc/cni', '/opt/cni', '/opt/containerd'];
+export const HOST_PATHS = [
+  '/run/containerd',
+  '/run/nri',
+  '/var/run/netns',
+  '/var/lib/kubelet', // the device-plugin socket's folder is fixed
+  '/usr/libexec/kubernetes',
+  '/var/log/containers',
+  '/var/log/pods',
+  '/var/lib/cni',
+  '/etc/cni',
+  '/opt/cni',
+  '/opt/containerd',
+];
 const CGROUP_ROOT = '/sys/fs/cgroup';
 const KUBEPODS = 'kubepods';
-/** Chains (and the rules jumping to them) made by the kubelet, kube-proxy, the CNI plugins and us. */
-const OUR_CHAIN = /^(KUBE-|CNI-|APPKIND-)/;
-const IPTABLES_TABLES = new Set(['filter', 'nat', 'mangle', 'raw', 'security', 'kube-proxy']);
+/** Chains (and the rules jumping to them) made by the kubelet, kube-proxy and the CNI plugins. */
+const OUR_CHAIN = /^(KUBE-|CNI-)/;
+const IPTABLES_TABLES = new Set(['filter', 'nat', 'mangle', 'raw', 'security', 'kube-proxy', GUARD_TABLE]);
 
 export interface NftSnapshot {
   tables: string[];
@@ -222,38 +234,45 @@ function removeLinks(): void {
   for (const link of [POD_BRIDGE, NODE_LINK]) quiet('ip', ['link', 'del', link]);
 }
 
-const references = (expr: unknown): boolean => /"target":\s*"(KUBE-|CNI-|APPKIND-)/.test(JSON.stringify(expr ?? []));
+const references = (expr: unknown): boolean => /"target":\s*"(KUBE-|CNI-)/.test(JSON.stringify(expr ?? []));
+
+/** One nft transaction (fast with hundreds of kube-proxy rules); one by one if it is refused. */
+function nftBatch(commands: string[]): void {
+  if (commands.length === 0) return;
+  try {
+    execFileSync('nft', ['-f', '-'], { input: commands.join('\n'), stdio: ['pipe', 'ignore', 'ignore'] });
+  } catch {
+    for (const command of commands) quiet('nft', command.split(' '));
+  }
+}
 
 /** New rules in iptables' tables that jump to our chains, then our new chains, then new empty tables. */
 function removeNftChanges(before: NftSnapshot): void {
   const had = { tables: new Set(before.tables), chains: new Set(before.chains), rules: new Set(before.rules) };
   const ours = (table: string): boolean => IPTABLES_TABLES.has(table);
-  for (let round = 0; round < 3; round++) {
-    const items = nftItems();
-    for (const { rule } of items) {
-      if (!rule || !ours(rule.table) || had.rules.has(`${rule.family} ${rule.table} ${rule.handle}`)) continue;
-      if (OUR_CHAIN.test(rule.chain) || references(rule.expr)) {
-        quiet('nft', ['delete', 'rule', rule.family, rule.table, rule.chain, 'handle', String(rule.handle)]);
-      }
-    }
-    const after = nftItems();
-    const chainRules = new Map<string, number>();
-    for (const { rule } of after) if (rule) chainRules.set(`${rule.family} ${rule.table} ${rule.chain}`, (chainRules.get(`${rule.family} ${rule.table} ${rule.chain}`) ?? 0) + 1);
-    for (const { chain } of after) {
-      if (!chain || !ours(chain.table)) continue;
-      const key = `${chain.family} ${chain.table} ${chain.name}`;
-      if (had.chains.has(key) || (chainRules.get(key) ?? 0) > 0) continue;
-      // Our own chains go; a new built-in chain (iptables-nft adds them on first use) goes when empty.
-      quiet('nft', ['delete', 'chain', chain.family, chain.table, chain.name]);
-    }
-    const left = nftItems();
-    for (const { table } of left) {
-      if (!table || !ours(table.name) || had.tables.has(`${table.family} ${table.name}`)) continue;
-      if (!left.some((i) => i.chain && i.chain.family === table.family && i.chain.table === table.name)) {
-        quiet('nft', ['delete', 'table', table.family, table.name]);
-      }
-    }
-  }
+  const rules = nftItems().flatMap(({ rule }) =>
+    rule && ours(rule.table) && !had.rules.has(`${rule.family} ${rule.table} ${rule.handle}`) && (OUR_CHAIN.test(rule.chain) || references(rule.expr) || rule.table === GUARD_TABLE)
+      ? [`delete rule ${rule.family} ${rule.table} ${rule.chain} handle ${rule.handle}`]
+      : [],
+  );
+  nftBatch(rules);
+  const after = nftItems();
+  const withRules = new Set(after.flatMap(({ rule }) => (rule ? [`${rule.family} ${rule.table} ${rule.chain}`] : [])));
+  // Our own chains go; a new built-in chain (iptables-nft adds them on first use) goes when empty.
+  nftBatch(
+    after.flatMap(({ chain }) => {
+      const key = chain && `${chain.family} ${chain.table} ${chain.name}`;
+      return chain && key && ours(chain.table) && !had.chains.has(key) && !withRules.has(key) ? [`delete chain ${key}`] : [];
+    }),
+  );
+  const left = nftItems();
+  nftBatch(
+    left.flatMap(({ table }) => {
+      if (!table || !ours(table.name) || had.tables.has(`${table.family} ${table.name}`)) return [];
+      const empty = !left.some((i) => i.chain && i.chain.family === table.family && i.chain.table === table.name);
+      return empty ? [`delete table ${table.family} ${table.name}`] : [];
+    }),
+  );
 }
 
 function removeCgroups(state: HostState): void {
@@ -309,14 +328,4 @@ export async function restoreHost(state: HostState): Promise<string[]> {
   if (stuck.length === 0) rmSync(state.nodeDir, { recursive: true, force: true });
   if (problems.length === 0) rmSync(STATE_FILE, { force: true });
   return problems;
-}
-
-/** The process is alive (a run that still holds the node lock is never cleaned up from outside). */
-export function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return !readlinkSync(`/proc/${pid}/exe`).endsWith(' (deleted)');
-  } catch {
-    return false;
-  }
 }

@@ -38,6 +38,7 @@ export function kubeletConfiguration(f: KubeletFiles): Record<string, unknown> {
     // Pods get no DNS server: no name lookups leave the machine (in-cluster config uses the Service IP).
     resolvConf: join(f.dir, 'resolv.conf'),
     podLogsDir: join(f.dir, 'pod-logs'),
+    volumePluginDir: join(f.dir, 'volume-plugins'),
     // Images are loaded by hand (no registry): never garbage-collect them.
     imageGCHighThresholdPercent: 100,
     imageGCLowThresholdPercent: 99,
@@ -61,6 +62,7 @@ export function kubeletArgs(f: KubeletFiles, configPath: string): string[] {
     `--config=${configPath}`,
     `--kubeconfig=${f.kubeconfig}`,
     `--root-dir=${join(f.dir, 'kubelet')}`,
+    `--cert-dir=${join(f.dir, 'kubelet', 'pki')}`,
     `--hostname-override=${NODE_NAME}`,
     `--node-ip=${f.nodeIp}`,
     '--v=1',

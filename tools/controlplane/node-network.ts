@@ -9,7 +9,8 @@ import { join } from 'node:path';
 export const NODE_LINK = 'appkind-node';
 export const NODE_LINK_PEER = 'appkind-peer';
 export const POD_BRIDGE = 'appkind-br';
-export const FORWARD_CHAIN = 'APPKIND-NODE-FORWARD';
+/** An nftables table of our own: its forward hook runs before iptables' (kube-proxy inserts its rules first there). */
+export const GUARD_TABLE = 'appkind-node';
 export const CNI_NETWORK = 'appkind';
 
 export interface NodeNetwork {
@@ -117,17 +118,20 @@ export function createNodeLink(net: NodeNetwork): void {
 }
 
 /**
- * The bridge plugin turns ip_forward on; this chain (first in filter FORWARD) keeps forwarding to
- * pod-to-pod traffic on the bridge: pods cannot reach off the machine and nothing else is routed into
- * them. When forwarding was off before start, nothing else may be forwarded either.
+ * The bridge plugin turns ip_forward on; this guard keeps forwarding to pod-to-pod traffic on the
+ * bridge (Services between pods included): pods cannot reach off the machine and nothing else is
+ * routed into them. When forwarding was off before start, nothing else may be forwarded either. A drop
+ * in any forward hook is final, so kube-proxy's ACCEPT rules in iptables' FORWARD cannot undo it.
  */
 export function installForwardGuard(forwardingWasOn: boolean): void {
-  run('iptables', ['-w', '-N', FORWARD_CHAIN]);
-  run('iptables', ['-w', '-A', FORWARD_CHAIN, '-i', POD_BRIDGE, '-o', POD_BRIDGE, '-j', 'RETURN']);
-  run('iptables', ['-w', '-A', FORWARD_CHAIN, '-i', POD_BRIDGE, '-j', 'DROP']);
-  run('iptables', ['-w', '-A', FORWARD_CHAIN, '-o', POD_BRIDGE, '-j', 'DROP']);
-  if (!forwardingWasOn) run('iptables', ['-w', '-A', FORWARD_CHAIN, '-j', 'DROP']);
-  run('iptables', ['-w', '-I', 'FORWARD', '1', '-j', FORWARD_CHAIN]);
+  const rules = [
+    `iifname "${POD_BRIDGE}" oifname "${POD_BRIDGE}" accept`,
+    `iifname "${POD_BRIDGE}" drop`,
+    `oifname "${POD_BRIDGE}" drop`,
+    ...(forwardingWasOn ? [] : ['drop']),
+  ];
+  const script = [`table ip ${GUARD_TABLE} {`, '  chain forward {', '    type filter hook forward priority -10; policy accept;', ...rules.map((r) => `    ${r}`), '  }', '}'].join('\n');
+  execFileSync('nft', ['-f', '-'], { input: script, stdio: ['pipe', 'ignore', 'pipe'] });
 }
 
 /**

@@ -49,7 +49,6 @@ export interface ControlPlaneAccess {
   /** https://<node address>:<port> */
   server: string;
   caPem: string;
-  tokenFile: string;
   logsDir: string;
 }
 
@@ -58,6 +57,8 @@ export class RealNode {
   private readonly components: Component[] = [];
   private readonly snapshotter = snapshotterForThisKernel();
   private ctrClient?: Ctr;
+  private stoppingProcesses?: Promise<void>;
+  private tokens?: { kubelet: string; proxy: string };
   private stopping?: Promise<void>;
 
   private constructor(
@@ -113,6 +114,14 @@ export class RealNode {
     }
   }
 
+  /** The kubelet's and kube-proxy's users, added to the API server's token file before it starts. */
+  addUsers(tokenFile: string): void {
+    this.tokens = {
+      kubelet: addTokenUser(tokenFile, KUBELET_USER.name, KUBELET_USER.groups),
+      proxy: addTokenUser(tokenFile, KUBE_PROXY_USER.name, KUBE_PROXY_USER.groups),
+    };
+  }
+
   private bin(name: keyof Binaries): string {
     const path = this.binaries[name];
     if (!path) throw new Error(`controlplane: ${name} missing`); // realNodeProblems checked it
@@ -157,11 +166,13 @@ export class RealNode {
     await ctr.importArchive(await pauseArchive, this.snapshotter);
     step('containerd ready, sandbox image loaded');
 
+    const tokens = this.tokens;
+    if (!tokens) throw new Error('controlplane: RealNode.addUsers() must run before the API server starts');
     const [kubeletPort, kubeletHealthz, proxyHealthz, proxyMetrics] = await freePorts(4);
     const kubeletKubeconfig = join(dir, 'kubelet.kubeconfig');
-    writeKubeconfig(kubeletKubeconfig, { server: cp.server, caPem: cp.caPem, user: KUBELET_USER.name, token: addTokenUser(cp.tokenFile, KUBELET_USER.name, KUBELET_USER.groups) });
+    writeKubeconfig(kubeletKubeconfig, { server: cp.server, caPem: cp.caPem, user: KUBELET_USER.name, token: tokens.kubelet });
     const proxyKubeconfig = join(dir, 'kube-proxy.kubeconfig');
-    writeKubeconfig(proxyKubeconfig, { server: cp.server, caPem: cp.caPem, user: KUBE_PROXY_USER.name, token: addTokenUser(cp.tokenFile, KUBE_PROXY_USER.name, KUBE_PROXY_USER.groups) });
+    writeKubeconfig(proxyKubeconfig, { server: cp.server, caPem: cp.caPem, user: KUBE_PROXY_USER.name, token: tokens.proxy });
     const kubeletFiles = { dir, kubeconfig: kubeletKubeconfig, containerdSocket: containerdSocket(dir), nodeIp: this.network.nodeIp, port: kubeletPort, healthzPort: kubeletHealthz };
     const kubelet = this.add('kubelet', this.bin('kubelet'), kubeletArgs(kubeletFiles, writeKubeletFiles(kubeletFiles)), cp.logsDir);
     const proxy = this.add(
@@ -220,11 +231,12 @@ export class RealNode {
   }
 
   /**
-   * Removes the pods (their network namespaces and CNI allocations), stops kube-proxy, the kubelet and
-   * containerd, undoes the host changes and releases the lock. Safe to call more than once.
+   * Stops kube-proxy and the kubelet, removes the pods (their network namespaces and CNI allocations)
+   * and stops containerd. The node's link stays until stop(): the API server, stopped after this,
+   * still deletes its Lease through that address on the way down.
    */
-  stop(): Promise<void> {
-    this.stopping ??= (async () => {
+  stopProcesses(): Promise<void> {
+    this.stoppingProcesses ??= (async () => {
       const byName = (name: ComponentName): Component | undefined => this.components.find((c) => c.name === name);
       await Promise.all([byName('kubelet')?.stop(5_000), byName('kube-proxy')?.stop(5_000)]);
       const crictl = this.binaries.crictl;
@@ -232,6 +244,14 @@ export class RealNode {
         await exec(crictl, ['--runtime-endpoint', `unix://${containerdSocket(this.dir)}`, '--timeout', '20s', 'rmp', '--all', '--force']).catch(() => undefined);
       }
       await byName('containerd')?.stop(5_000);
+    })();
+    return this.stoppingProcesses;
+  }
+
+  /** stopProcesses(), then undoes the host changes and releases the lock. Safe to call more than once. */
+  stop(): Promise<void> {
+    this.stopping ??= (async () => {
+      await this.stopProcesses();
       const left = await restoreHost(this.state);
       this.lock.release();
       if (left.length) this.log(`controlplane: the real node left: ${left.join('; ')}`);
