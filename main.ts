@@ -2,7 +2,7 @@
 // and the operator's install bundle (dist/appkind-operator.k8s.yaml).
 import { App, Chart } from 'cdk8s';
 import { OperatorBundle } from 'cdk8s-appkind';
-import { ConfigError, loadAppKinds, watchNamespaces } from './operator/config.js';
+import { ConfigError, loadAppKinds, watchNamespaces } from 'appkind-operator/kinds';
 import { addKindCharts } from './sample.js';
 
 try {

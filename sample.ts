@@ -2,7 +2,7 @@ import { ApiObject, Chart } from 'cdk8s';
 import { Construct } from 'constructs';
 import { AppKind, AppKindCrd } from 'cdk8s-appkind';
 import { EchoFlask } from './imports/swallowlab.com.js';
-import { AppResource, render } from './operator/render.js';
+import { AppResource, render } from 'appkind-operator/kinds';
 
 /** The sample CR of a kind, as in the walkthrough: `example-<appName>` with `spec.size: 3`. */
 export function sampleResource(appKind: AppKind, size = 3): AppResource {

@@ -8,8 +8,8 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } 
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { type AppKind } from 'cdk8s-appkind';
-import { render, type AppResource, type KubeObject } from '../operator/render.js';
-import { APPLY_PATCH, type RestClient } from '../operator/rest.js';
+import { render, type AppResource, type KubeObject } from 'appkind-operator/kinds';
+import { APPLY_PATCH, type RestClient } from 'appkind-operator/runtime';
 import { httpGet, waitFor } from '../tools/controlplane/readiness.js';
 
 const source = join(import.meta.dirname, 'go-operator');

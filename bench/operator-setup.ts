@@ -6,9 +6,9 @@
 import { type KubernetesObject } from '@kubernetes/client-node';
 import { App, Chart } from 'cdk8s';
 import { OperatorBundle } from 'cdk8s-appkind';
-import { SAMPLE_KIND } from '../operator/config.js';
-import { crdObjects } from '../operator/crd-yaml.js';
-import { RestClient } from '../operator/rest.js';
+import { SAMPLE_KIND } from 'appkind-operator/kinds';
+import { crdObjects } from 'appkind-operator/kinds';
+import { RestClient } from 'appkind-operator/runtime';
 import { applyManifests } from '../tools/controlplane/apply.js';
 import { type ControlPlane } from '../tools/controlplane/controlplane.js';
 import { freePort } from '../tools/controlplane/ports.js';

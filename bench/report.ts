@@ -1,4 +1,4 @@
-// The benchmark's results: their shape, bench/results.json, and the README table made from them.
+// The benchmark's results: their shape, bench/results.json, and the tables of docs/benchmark.md made from them.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AuditEvent } from '../tools/controlplane/audit.js';
@@ -228,7 +228,7 @@ function secs(run: BenchRun, pick: (p: Repetition) => number | undefined): strin
   return values.length ? `${median(values)} s` : '-';
 }
 
-/** The README's tables: time against the floor, then cost, one row per N; then how each row was run. */
+/** docs/benchmark.md's tables: time against the floor, then cost, one row per N; then how each row was run. */
 export function table(r: BenchResults): string {
   const lines = [
     `${r.machine.cpus} cores (${r.machine.cpuModel}), ${r.machine.memoryGiB} GiB, Node ${r.machine.node}, Kubernetes ${r.machine.kubernetes}; the machine is shared ` +
@@ -297,7 +297,7 @@ export function table(r: BenchResults): string {
   if (withGo.length > 0) {
     lines.push(
       '',
-      'Beside a controller-runtime (Go) operator (`--go`, [bench/go-operator](bench/go-operator/), 4 workers, the same objects and status), each ratio against the floor of the same run:',
+      'Beside a controller-runtime (Go) operator (`--go`, [bench/go-operator](../bench/go-operator/), 4 workers, the same objects and status), each ratio against the floor of the same run:',
       '',
       '| N | create: ours / Go (ratios to floor) | scale +1: ours / Go (ratios to floor) | kube-apiserver CPU: ours / Go (ratios to floor) | operator CPU (create + scale): ours / Go | RSS peak: ours / Go | writes per CR created: ours / Go | status patches per CR, create / scale |',
       '|---|---|---|---|---|---|---|---|',
@@ -344,12 +344,12 @@ export function table(r: BenchResults): string {
   return lines.join('\n');
 }
 
-export const README_START = '<!-- bench:start (written by npm run bench) -->';
-export const README_END = '<!-- bench:end -->';
+export const REPORT_START = '<!-- bench:start (written by npm run bench) -->';
+export const REPORT_END = '<!-- bench:end -->';
 
 /**
  * Writes bench/results.json, keeping the runs of other N from the file (each run records its own
- * date, command, code and load), and replaces the table between the README's markers.
+ * date, command, code and load), and replaces the tables between the markers of docs/benchmark.md.
  */
 export function writeResults(root: string, fresh: BenchResults): BenchResults {
   const path = join(root, 'bench', 'results.json');
@@ -366,14 +366,14 @@ export function writeResults(root: string, fresh: BenchResults): BenchResults {
   }
   const results: BenchResults = { ...fresh, runs: [...kept, ...fresh.runs].sort((a, b) => a.n - b.n) };
   writeFileSync(path, `${JSON.stringify({ ...results, badNeighbours }, null, 2)}\n`);
-  const readmePath = join(root, 'README.md');
-  const readme = readFileSync(readmePath, 'utf8');
-  const start = readme.indexOf(README_START);
-  const end = readme.indexOf(README_END);
+  const reportPath = join(root, 'docs', 'benchmark.md');
+  const report = readFileSync(reportPath, 'utf8');
+  const start = report.indexOf(REPORT_START);
+  const end = report.indexOf(REPORT_END);
   if (start < 0 || end < start) {
-    process.stderr.write(`bench: README.md has no ${README_START} ... ${README_END} markers; table not written\n`);
+    process.stderr.write(`bench: docs/benchmark.md has no ${REPORT_START} ... ${REPORT_END} markers; table not written\n`);
     return results;
   }
-  writeFileSync(readmePath, `${readme.slice(0, start + README_START.length)}\n${table(results)}\n${readme.slice(end)}`);
+  writeFileSync(reportPath, `${report.slice(0, start + REPORT_START.length)}\n${table(results)}\n${report.slice(end)}`);
   return results;
 }

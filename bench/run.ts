@@ -7,16 +7,16 @@
 // (floor: the same new objects applied straight). Ratios divide by the floor of the same run.
 // With --go, last, a controller-runtime (Go) reference operator (bench/go-operator/) on a third fresh
 // control plane, create and scale, checked to apply render()'s very objects.
-// Writes bench/results.json and the README table. Usage: npm run bench [-- --n 1000] [--growth]
+// Writes bench/results.json and the tables of docs/benchmark.md. Usage: npm run bench [-- --n 1000] [--growth]
 // [--2500] [--edits 200] [--steady 60] [--no-rollout] [--go] [--repeat K] [--profile <dir>]
 // The operator's own settings (WORKERS, STATUS_INTERVAL_MS) pass through from the environment.
 import { KubeConfig, type KubernetesObject, type V1Deployment } from '@kubernetes/client-node';
 import { execFileSync, spawn } from 'node:child_process';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { render, type AppResource } from '../operator/render.js';
-import { RestClient } from '../operator/rest.js';
-import { DEFAULT_STATUS_INTERVAL_MS, DEFAULT_WORKERS } from '../operator/settings.js';
+import { render, type AppResource } from 'appkind-operator/kinds';
+import { RestClient } from 'appkind-operator/runtime';
+import { DEFAULT_STATUS_INTERVAL_MS, DEFAULT_WORKERS } from 'appkind-operator/settings';
 import type { AuditEvent } from '../tools/controlplane/audit.js';
 import { ControlPlane } from '../tools/controlplane/controlplane.js';
 import { httpGet, waitFor } from '../tools/controlplane/readiness.js';
@@ -56,7 +56,7 @@ const USAGE = `Usage: npm run bench [-- options]
                       control planes) and report the median and range of each ratio: runs of the
                       same code on these shared machines differ by up to a third
   --profile <dir>     operator --cpu-prof, kube-apiserver pprof and /metrics per phase into <dir>
-Writes bench/results.json and the README's table.`;
+Writes bench/results.json and the tables of docs/benchmark.md.`;
 
 const FLAGS_WITH_VALUE = ['--n', '--size', '--concurrency', '--edits', '--steady', '--repeat', '--profile'];
 const FLAGS = ['--growth', '--2500', '--no-rollout', '--go', '--help', '-h'];

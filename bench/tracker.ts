@@ -1,9 +1,9 @@
 // Watches one resource in the bench namespace (the operator's own list+watch cache) and tells when
 // N objects satisfy a condition, and when a given object first shows a change.
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { Informer } from '../operator/informer.js';
-import { createLogger } from '../operator/log.js';
-import { RestClient } from '../operator/rest.js';
+import { Informer } from 'appkind-operator/runtime';
+import { createLogger } from 'appkind-operator/runtime';
+import { RestClient } from 'appkind-operator/runtime';
 
 type Waiter<T> = { done: (obj: T) => boolean; count: number; resolve: () => void };
 type Listener<T> = (obj: T) => boolean;

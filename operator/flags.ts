@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { ConfigError } from './config.js';
+import { ConfigError } from './kinds/config.js';
 import { DEFAULT_WORKERS } from './settings.js';
 
 /** Command-line flags and the environment variables they set (a flag wins over the variable). */

@@ -4,13 +4,13 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { ConfigError } from './config.js';
+import { ConfigError } from './kinds/config.js';
 import { applyFlags, USAGE } from './flags.js';
-import { startProbeServers } from './health.js';
-import { LeaderElector } from './leader.js';
-import { createLogger, Logger } from './log.js';
-import { OperatorMetrics } from './metrics.js';
-import { Operator } from './operator.js';
+import { startProbeServers } from './runtime/health.js';
+import { LeaderElector } from './runtime/leader.js';
+import { createLogger, Logger } from './runtime/log.js';
+import { OperatorMetrics } from './runtime/metrics.js';
+import { Operator } from './controller/operator.js';
 import { loadSettings, OperatorSettings } from './settings.js';
 
 const IN_CLUSTER_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
@@ -29,25 +29,42 @@ async function run(settings: OperatorSettings, log: Logger): Promise<void> {
   kc.loadFromDefault();
   const metrics = new OperatorMetrics();
   const operator = new Operator(kc, settings, log, metrics);
-  const servers = await startProbeServers({ metricsPort: settings.metricsPort, healthPort: settings.healthPort, ready: () => operator.ready(), metrics });
+  const servers = await startProbeServers({
+    metricsPort: settings.metricsPort,
+    healthPort: settings.healthPort,
+    ready: () => operator.ready(),
+    metrics,
+  });
   log.info('operator starting', {
-    kinds: settings.kinds.map((k) => `${k.kind}.${k.group}/${k.version}`), server: kc.getCurrentCluster()?.server,
-    metricsPort: servers.metricsPort, healthPort: servers.healthPort, leaderElect: settings.leaderElect,
+    kinds: settings.kinds.map((k) => `${k.kind}.${k.group}/${k.version}`),
+    server: kc.getCurrentCluster()?.server,
+    metricsPort: servers.metricsPort,
+    healthPort: servers.healthPort,
+    leaderElect: settings.leaderElect,
   });
 
   const elector = settings.leaderElect
     ? new LeaderElector(operator.rest, {
-      namespace: leaseNamespace(settings), name: settings.leaseName, identity: settings.identity ?? `${hostname()}_${process.pid}`,
-      leaseDurationSeconds: settings.leaseDurationSeconds, renewDeadlineSeconds: settings.renewDeadlineSeconds, retryPeriodSeconds: settings.retryPeriodSeconds,
-      log,
-    })
+        namespace: leaseNamespace(settings),
+        name: settings.leaseName,
+        identity: settings.identity ?? `${hostname()}_${process.pid}`,
+        leaseDurationSeconds: settings.leaseDurationSeconds,
+        renewDeadlineSeconds: settings.renewDeadlineSeconds,
+        retryPeriodSeconds: settings.retryPeriodSeconds,
+        log,
+      })
     : undefined;
 
   let stopping = false;
   const shutdown = async (signal: string, code: number) => {
     if (stopping) return;
     stopping = true;
-    log.info('shutting down', { signal, graceSeconds: settings.shutdownGraceSeconds, inFlight: operator.inFlight, queued: operator.queue.depth });
+    log.info('shutting down', {
+      signal,
+      graceSeconds: settings.shutdownGraceSeconds,
+      inFlight: operator.inFlight,
+      queued: operator.queue.depth,
+    });
     const finished = await operator.stop(settings.shutdownGraceSeconds * 1000);
     if (!finished) log.warn('in-flight reconciles did not finish within the grace period');
     await elector?.release();

@@ -1,7 +1,6 @@
 import { AppKind } from 'cdk8s-appkind';
-import { ConfigError, loadAppKinds, watchNamespaces } from './config.js';
-
-export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+import { ConfigError, loadAppKinds, watchNamespaces } from './kinds/config.js';
+import type { LogLevel } from './runtime/log.js';
 
 /** Everything the operator process is configured with; read from the environment (flags override). */
 export interface OperatorSettings {
@@ -11,7 +10,7 @@ export interface OperatorSettings {
   readonly namespaces: string[];
   /**
    * Parallel reconciles. Env WORKERS. @default 8 (a reconcile mostly waits on the API server; at
-   * 1000 CRs two workers left keys queued behind each other's round trips; see bench/README figures)
+   * 1000 CRs two workers left keys queued behind each other's round trips; see the figures in docs/benchmark.md)
    */
   readonly workers: number;
   /**
@@ -21,7 +20,7 @@ export interface OperatorSettings {
    * generation are written at once.
    * Env STATUS_INTERVAL_MS; 0 writes every change. @default 60000 (rollouts at N=300-1000 on
    * 2 cores take longer than 30 s: with 30 s every CR wrote progress every 30 s, which was most
-   * of the operator's load on the API server; see the bench figures in README.md)
+   * of the operator's load on the API server; see the figures in docs/benchmark.md)
    */
   readonly statusIntervalMs: number;
   /** Server-side apply field manager. Env FIELD_MANAGER. @default "appkind-operator" */
@@ -112,7 +111,9 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): OperatorSett
     degradedRetrySeconds: intSetting(env, 'DEGRADED_RETRY_SECONDS', DEFAULT_DEGRADED_RETRY_SECONDS, 1, 3600),
   };
   if (settings.renewDeadlineSeconds >= settings.leaseDurationSeconds) {
-    throw new ConfigError(`RENEW_DEADLINE_SECONDS (${settings.renewDeadlineSeconds}) must be less than LEASE_DURATION_SECONDS (${settings.leaseDurationSeconds})`);
+    throw new ConfigError(
+      `RENEW_DEADLINE_SECONDS (${settings.renewDeadlineSeconds}) must be less than LEASE_DURATION_SECONDS (${settings.leaseDurationSeconds})`,
+    );
   }
   return settings;
 }

@@ -4,8 +4,8 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { kindsFromFile } from '../operator/config.js';
-import { crdFileName, crdYaml } from '../operator/crd-yaml.js';
+import { kindsFromFile } from 'appkind-operator/kinds';
+import { crdFileName, crdYaml } from 'appkind-operator/kinds';
 
 const root = join(import.meta.dirname, '..');
 mkdirSync(join(root, 'crd'), { recursive: true });

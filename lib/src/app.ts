@@ -1,7 +1,12 @@
 import { ApiObject, JsonPatch, Names } from 'cdk8s';
 import * as kplus from 'cdk8s-plus-27';
 import { Construct } from 'constructs';
+import { EnvFromSource, EnvVar } from './env';
+import { NetworkPolicyOptions, PodDisruptionBudgetOptions, ServiceType } from './exposure';
+import { addsTmpVolume, containerFields, exposureProblems, intOrPercent, intPort, podSpecProblems, volumesOf } from './podspec';
+import { Probe } from './probe';
 import { ContainerSecurity, ImagePullPolicy, ResourceList, ResourceRequirements } from './resources';
+import { LocalObjectReference, Volume, VolumeMount } from './volume';
 
 /** Names of an app's Deployment and Service. */
 export interface AppObjectNames {
@@ -9,6 +14,10 @@ export interface AppObjectNames {
   readonly deployment: string;
   /** Name of the Service, `<name>-svc`. */
   readonly service: string;
+  /** Name of the PodDisruptionBudget (when asked for), `<name>-pdb`. */
+  readonly podDisruptionBudget: string;
+  /** Name of the NetworkPolicy (when asked for), `<name>-ingress`. */
+  readonly networkPolicy: string;
 }
 
 /** Props of a {@link ContainerApp}. */
@@ -40,10 +49,72 @@ export interface ContainerAppProps {
    */
   readonly appName?: string;
   /**
-   * Environment variables of the container.
+   * Entrypoint of the container, replacing the image's ENTRYPOINT (Kubernetes `command`).
+   * @default the image's ENTRYPOINT
+   */
+  readonly command?: string[];
+  /**
+   * Arguments of the entrypoint, replacing the image's CMD (Kubernetes `args`), e.g. `["-m", "64"]`.
+   * @default the image's CMD
+   */
+  readonly args?: string[];
+  /**
+   * Environment variables of the container, in order: plain values, or values from a ConfigMap key, a
+   * Secret key or a pod field (Kubernetes `env`). The Secret is read by the kubelet only.
    * @default none
    */
-  readonly env?: { [name: string]: string };
+  readonly env?: EnvVar[];
+  /**
+   * Variables from every key of ConfigMaps and Secrets (Kubernetes `envFrom`); `env` wins on a clash.
+   * @default none
+   */
+  readonly envFrom?: EnvFromSource[];
+  /**
+   * Probe whose failure takes the pod out of the Service and keeps the app not Ready.
+   * @default none: a pod is ready once its container started
+   */
+  readonly readinessProbe?: Probe;
+  /**
+   * Probe whose failure restarts the container.
+   * @default none
+   */
+  readonly livenessProbe?: Probe;
+  /**
+   * Probe that holds the other probes back until it passes once (slow starters).
+   * @default none
+   */
+  readonly startupProbe?: Probe;
+  /**
+   * Volumes of the pod: emptyDir, ConfigMap, Secret or PersistentVolumeClaim (no hostPath).
+   * @default none (besides the writable /tmp, see tmpVolume)
+   */
+  readonly volumes?: Volume[];
+  /**
+   * Where the volumes appear in the container.
+   * @default none
+   */
+  readonly volumeMounts?: VolumeMount[];
+  /**
+   * Mount a writable emptyDir named "tmp" at /tmp when the root filesystem is read-only
+   * (`securityContext.readOnlyRootFilesystem`) and no volumeMount is at /tmp already.
+   * @default true
+   */
+  readonly tmpVolume?: boolean;
+  /**
+   * Secrets holding registry credentials to pull the image (Kubernetes `imagePullSecrets`).
+   * @default none
+   */
+  readonly imagePullSecrets?: LocalObjectReference[];
+  /**
+   * ServiceAccount the pods run as.
+   * @default the namespace's "default" ServiceAccount
+   */
+  readonly serviceAccountName?: string;
+  /**
+   * Mount the ServiceAccount's API token into the pods. Most apps never call the Kubernetes API.
+   * @default false
+   */
+  readonly automountServiceAccountToken?: boolean;
   /**
    * CPU and memory requests and limits, as Kubernetes quantities.
    * @default none: the namespace's LimitRange or the scheduler's defaults apply
@@ -60,10 +131,25 @@ export interface ContainerAppProps {
    */
   readonly annotations?: { [key: string]: string };
   /**
-   * Fixed NodePort, 30000-32767.
+   * How the Service is reached: a NodePort on every node, or a cluster IP only.
+   * @default ServiceType.NODE_PORT
+   */
+  readonly serviceType?: ServiceType;
+  /**
+   * Fixed NodePort, 30000-32767 (only with ServiceType.NODE_PORT).
    * @default allocated by the API server
    */
   readonly nodePort?: number;
+  /**
+   * Render a PodDisruptionBudget `<name>-pdb` selecting the app's pods.
+   * @default none
+   */
+  readonly podDisruptionBudget?: PodDisruptionBudgetOptions;
+  /**
+   * Render a NetworkPolicy `<name>-ingress` that lets only the given peers reach the port.
+   * @default none: every pod and node may reach it
+   */
+  readonly networkPolicy?: NetworkPolicyOptions;
   /**
    * When the kubelet pulls the image.
    * @default ImagePullPolicy.IF_NOT_PRESENT
@@ -84,6 +170,23 @@ export interface ContainerAppProps {
 /**
  * One app: a Deployment of a single container and a NodePort Service in front of it.
  * Built on cdk8s-plus-27 with each of its defaults that would break an arbitrary image overridden.
+ *
+ * @example
+ * import { App, Chart } from 'cdk8s';
+ * import { ContainerApp } from 'cdk8s-appkind';
+ *
+ * const app = new App();
+ * const chart = new Chart(app, 'shop');
+ * // A Deployment "backend-deployment" of 2 pods and a NodePort Service "backend-svc" on port 5000.
+ * new ContainerApp(chart, 'backend', {
+ *   name: 'backend',
+ *   image: 'takeyan/flask:0.0.3',
+ *   port: 5000,
+ *   replicas: 2,
+ *   resources: { requests: { cpu: '100m', memory: '64Mi' }, limits: { memory: '128Mi' } },
+ *   securityContext: { runAsNonRoot: true, runAsUser: 1000 },
+ * });
+ * app.synth();
  */
 export class ContainerApp extends Construct {
   /** Label key of the app name (part of the selector). */
@@ -100,7 +203,7 @@ export class ContainerApp extends Construct {
    * @param name the base name (`ContainerAppProps.name`)
    */
   public static objectNames(name: string): AppObjectNames {
-    return { deployment: `${name}-deployment`, service: `${name}-svc` };
+    return { deployment: `${name}-deployment`, service: `${name}-svc`, podDisruptionBudget: `${name}-pdb`, networkPolicy: `${name}-ingress` };
   }
 
   /**
@@ -129,6 +232,10 @@ export class ContainerApp extends Construct {
   public readonly deployment: kplus.Deployment;
   /** The Service. */
   public readonly service: kplus.Service;
+  /** The PodDisruptionBudget, when `podDisruptionBudget` is given. */
+  public readonly podDisruptionBudget?: kplus.k8s.KubePodDisruptionBudget;
+  /** The NetworkPolicy, when `networkPolicy` is given. */
+  public readonly networkPolicy?: kplus.k8s.KubeNetworkPolicy;
 
   constructor(scope: Construct, id: string, props: ContainerAppProps) {
     super(scope, id);
@@ -137,7 +244,9 @@ export class ContainerApp extends Construct {
     const name = this.name;
     const appName = props.appName ?? name;
     const replicas = props.replicas ?? 1;
-    checkProps(this.node.path, props, replicas);
+    const security = props.securityContext ?? {};
+    const tmp = addsTmpVolume(props, security.readOnlyRootFilesystem ?? false, props.tmpVolume ?? true);
+    checkProps(this.node.path, props, replicas, tmp);
 
     const names = ContainerApp.objectNames(name);
     this.deploymentName = names.deployment;
@@ -145,7 +254,6 @@ export class ContainerApp extends Construct {
     this.selectorLabels = ContainerApp.selectorLabelsOf(name, appName, props.managedBy);
     const labels = { ...props.labels, ...this.selectorLabels };
     const metadata = { namespace: props.namespace, labels, annotations: props.annotations };
-    const security = props.securityContext ?? {};
 
     this.deployment = new kplus.Deployment(this, 'Deployment', {
       metadata: { ...metadata, name: this.deploymentName },
@@ -158,7 +266,6 @@ export class ContainerApp extends Construct {
         name: appName,
         image: props.image,
         portNumber: props.port,
-        envVariables: toEnv(props.env),
         resources: {},
         // Same strings as cdk8s-plus-27's enum.
         imagePullPolicy: (props.imagePullPolicy ?? ImagePullPolicy.IF_NOT_PRESENT) as string as kplus.ImagePullPolicy,
@@ -185,15 +292,53 @@ export class ContainerApp extends Construct {
     // applied before KubeDeployment's typed serialization, which reads Quantity objects.
     const resources = toResources(props.resources);
     if (resources) deploymentObject.addJsonPatch(JsonPatch.add('/spec/template/spec/containers/0/resources', resources));
+    // Kubernetes shapes as given (env, probes, volumes...): written as JSON, not through cdk8s-plus's own models.
+    for (const [field, value] of Object.entries(containerFields(props, props.port, tmp))) {
+      deploymentObject.addJsonPatch(JsonPatch.add(`/spec/template/spec/containers/0/${field}`, value));
+    }
+    const pod = {
+      serviceAccountName: props.serviceAccountName,
+      automountServiceAccountToken: props.automountServiceAccountToken,
+      imagePullSecrets: props.imagePullSecrets?.length ? props.imagePullSecrets.map((r) => ({ name: r.name })) : undefined,
+      volumes: volumesOf(props, tmp),
+    };
+    for (const [field, value] of Object.entries(pod)) {
+      if (value !== undefined) deploymentObject.addJsonPatch(JsonPatch.add(`/spec/template/spec/${field}`, value));
+    }
 
     this.service = new kplus.Service(this, 'Service', {
       metadata: { ...metadata, name: this.serviceName },
-      type: kplus.ServiceType.NODE_PORT,
+      // Same strings as cdk8s-plus-27's enum.
+      type: (props.serviceType ?? ServiceType.NODE_PORT) as string as kplus.ServiceType,
       ports: [{ name: 'http', port: props.port, targetPort: props.port, nodePort: props.nodePort }],
     });
     for (const [key, value] of Object.entries(this.selectorLabels)) this.service.selectLabel(key, value);
     // An empty externalIPs list would be applied and owned for nothing.
     ApiObject.of(this.service).addJsonPatch(JsonPatch.remove('/spec/externalIPs'));
+
+    const selector = { matchLabels: this.selectorLabels };
+    if (props.podDisruptionBudget) {
+      const { minAvailable, maxUnavailable } = props.podDisruptionBudget;
+      const budget = minAvailable !== undefined ? { minAvailable: intOrPercent(minAvailable) } : { maxUnavailable: intOrPercent(maxUnavailable ?? '1') };
+      this.podDisruptionBudget = new kplus.k8s.KubePodDisruptionBudget(this, 'PodDisruptionBudget', {
+        metadata: { ...metadata, name: names.podDisruptionBudget },
+        spec: { selector, ...budget },
+      });
+    }
+    if (props.networkPolicy) {
+      const from = props.networkPolicy.from.map((p) => ({
+        ...(p.podSelector && { podSelector: { matchLabels: { ...p.podSelector.matchLabels } } }),
+        ...(p.namespaceSelector && { namespaceSelector: { matchLabels: { ...p.namespaceSelector.matchLabels } } }),
+        ...(p.ipBlock && { ipBlock: { cidr: p.ipBlock.cidr, ...(p.ipBlock.except && { except: [...p.ipBlock.except] }) } }),
+      }));
+      this.networkPolicy = new kplus.k8s.KubeNetworkPolicy(this, 'NetworkPolicy', {
+        metadata: { ...metadata, name: names.networkPolicy },
+        spec: { podSelector: selector, policyTypes: ['Ingress'] },
+      });
+      // An empty `from` would admit every peer: no peer at all is an ingress rule list that is empty.
+      const ingress = from.length > 0 ? [{ from, ports: [{ protocol: 'TCP', port: intPort(props.port) }] }] : [];
+      ApiObject.of(this.networkPolicy).addJsonPatch(JsonPatch.add('/spec/ingress', ingress));
+    }
   }
 }
 
@@ -211,13 +356,7 @@ function toResources(r: ResourceRequirements | undefined): kplus.k8s.ResourceReq
   return { ...(limits && { limits }), ...(requests && { requests }) };
 }
 
-function toEnv(env: { [name: string]: string } | undefined): { [name: string]: kplus.EnvValue } {
-  const out: { [name: string]: kplus.EnvValue } = {};
-  for (const [key, value] of Object.entries(env ?? {})) out[key] = kplus.EnvValue.fromValue(value);
-  return out;
-}
-
-function checkProps(path: string, props: ContainerAppProps, replicas: number): void {
+function checkProps(path: string, props: ContainerAppProps, replicas: number, tmp: boolean): void {
   const fail = (what: string) => {
     throw new Error(`ContainerApp ${path}: ${what}`);
   };
@@ -229,4 +368,7 @@ function checkProps(path: string, props: ContainerAppProps, replicas: number): v
   if (props.nodePort !== undefined && (!Number.isInteger(props.nodePort) || props.nodePort < 30000 || props.nodePort > 32767)) {
     fail(`nodePort ${props.nodePort} is outside 30000-32767; leave it unset to let the API server allocate one`);
   }
+  if (props.nodePort !== undefined && props.serviceType === ServiceType.CLUSTER_IP) fail('nodePort is set but serviceType is ClusterIP; leave nodePort unset or use ServiceType.NODE_PORT');
+  const problems = [...podSpecProblems(props, tmp), ...exposureProblems(props.podDisruptionBudget, props.networkPolicy)];
+  if (problems.length > 0) fail(problems.join('; '));
 }

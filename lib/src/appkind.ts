@@ -1,3 +1,10 @@
+import { EnvFromSource, EnvVar } from './env';
+import { ServiceType } from './exposure';
+import { AppKindOverrides } from './overrides';
+import { Probe } from './probe';
+import { ResourceRequirements } from './resources';
+import { LocalObjectReference, Volume, VolumeMount } from './volume';
+
 /**
  * An app kind: a custom resource kind whose every object runs one container image behind a NodePort
  * Service. This is the whole of what a user declares; everything else is derived.
@@ -17,6 +24,11 @@ export interface AppKind {
   readonly port: number;
   /** Short app name, used in labels and the container name, e.g. `echoflask`. */
   readonly appName: string;
+  /**
+   * Short names for `kubectl get`, lower-case DNS labels; `[]` for none.
+   * @default the initials of the kind's words when there are two or more (`EchoFlask`: `ef`), else none
+   */
+  readonly shortNames?: string[];
   /**
    * Largest `spec.size` the API server accepts.
    * @default 100
@@ -47,4 +59,84 @@ export interface AppKind {
    * @default false
    */
   readonly readOnlyRootFilesystem?: boolean;
+  /**
+   * Entrypoint of the container (Kubernetes `command`).
+   * @default the image's ENTRYPOINT
+   */
+  readonly command?: string[];
+  /**
+   * Arguments of the entrypoint (Kubernetes `args`), e.g. `["-m", "64"]`.
+   * @default the image's CMD
+   */
+  readonly args?: string[];
+  /**
+   * Environment variables: plain values, or from a ConfigMap key, a Secret key or a pod field.
+   * @default none
+   */
+  readonly env?: EnvVar[];
+  /**
+   * Variables from every key of ConfigMaps and Secrets.
+   * @default none
+   */
+  readonly envFrom?: EnvFromSource[];
+  /**
+   * Readiness probe: with one, a CR is Ready only when its pods pass it.
+   * @default none
+   */
+  readonly readinessProbe?: Probe;
+  /**
+   * Liveness probe.
+   * @default none
+   */
+  readonly livenessProbe?: Probe;
+  /**
+   * Startup probe.
+   * @default none
+   */
+  readonly startupProbe?: Probe;
+  /**
+   * Volumes of the pods (emptyDir, ConfigMap, Secret, PersistentVolumeClaim).
+   * @default none
+   */
+  readonly volumes?: Volume[];
+  /**
+   * Where the volumes appear in the container.
+   * @default none
+   */
+  readonly volumeMounts?: VolumeMount[];
+  /**
+   * Mount a writable emptyDir at /tmp when readOnlyRootFilesystem is set.
+   * @default true
+   */
+  readonly tmpVolume?: boolean;
+  /**
+   * CPU and memory requests and limits.
+   * @default none
+   */
+  readonly resources?: ResourceRequirements;
+  /**
+   * Registry credentials for the image.
+   * @default none
+   */
+  readonly imagePullSecrets?: LocalObjectReference[];
+  /**
+   * ServiceAccount the pods run as.
+   * @default the namespace's "default"
+   */
+  readonly serviceAccountName?: string;
+  /**
+   * Mount the ServiceAccount's API token into the pods.
+   * @default false
+   */
+  readonly automountServiceAccountToken?: boolean;
+  /**
+   * The Service type of every CR.
+   * @default ServiceType.NODE_PORT
+   */
+  readonly serviceType?: ServiceType;
+  /**
+   * What CRs may set beside size, image, port and nodePort, and within which limits.
+   * @default none
+   */
+  readonly overrides?: AppKindOverrides;
 }

@@ -146,6 +146,8 @@ function reconcileRules(kinds: AppKind[]): Rule[] {
     { apiGroups: ['apps'], resources: ['deployments'], verbs: CHILD_VERBS },
     { apiGroups: [''], resources: ['services'], verbs: CHILD_VERBS },
     { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] },
+    // Status lists only the pods of ReplicaSets the CR's own Deployment controls.
+    { apiGroups: ['apps'], resources: ['replicasets'], verbs: ['list', 'watch'] },
     // core/v1 Events, one create per new failure message.
     { apiGroups: [''], resources: ['events'], verbs: ['create'] },
   ];
@@ -198,6 +200,21 @@ function quantities(list: ResourceList | undefined): { [name: string]: k8s.Quant
  * a Role per namespace otherwise, and a Role for the Lease) and the operator Deployment with
  * probes, resources, a restrictive security context and the same env settings as local runs.
  * Leader election is always on: even one replica overlaps with its successor during a rolling update.
+ *
+ * @example
+ * import { App, Chart } from 'cdk8s';
+ * import { OperatorBundle } from 'cdk8s-appkind';
+ *
+ * const app = new App();
+ * // `kubectl apply -f` the synthesized file installs the operator serving the kind.
+ * new OperatorBundle(new Chart(app, 'appkind-operator'), 'operator', {
+ *   image: 'registry.example.com/appkind-operator:0.1.0',
+ *   kinds: [{
+ *     group: 'maho.takara.org', version: 'v1alpha1', kind: 'Takara', plural: 'takaras',
+ *     image: 'memcached:1.6-alpine', port: 11211, appName: 'takara', runAsNonRoot: true, runAsUser: 11211,
+ *   }],
+ * });
+ * app.synth();
  */
 export class OperatorBundle extends Construct {
   /** Namespace the operator runs in. */

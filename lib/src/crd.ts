@@ -2,6 +2,7 @@ import { k8s } from 'cdk8s-plus-27';
 import { Construct } from 'constructs';
 import { ContainerApp } from './app';
 import { AppKind } from './appkind';
+import { ServiceType } from './exposure';
 import { ImagePolicy } from './imagepolicy';
 
 /** Props of an {@link AppKindCrd}. */
@@ -18,6 +19,21 @@ export interface AppKindCrdProps {
 /**
  * The CustomResourceDefinition of an app kind: a structural schema the API server enforces, the status
  * and scale subresources (so `kubectl scale` and a HorizontalPodAutoscaler work), and printer columns.
+ *
+ * @example
+ * import { App, Chart } from 'cdk8s';
+ * import { AppKindCrd } from 'cdk8s-appkind';
+ *
+ * const app = new App();
+ * // The CRD "echoflasks.swallowlab.com": `kubectl apply` a CR of kind EchoFlask once it is installed.
+ * new AppKindCrd(new Chart(app, 'crds'), 'echoflask', {
+ *   appKind: {
+ *     group: 'swallowlab.com', version: 'v1alpha1', kind: 'EchoFlask', plural: 'echoflasks',
+ *     image: 'takeyan/flask:0.0.3', port: 5000, appName: 'echoflask',
+ *     allowedImages: ['takeyan/flask:*'],
+ *   },
+ * });
+ * app.synth();
  */
 export class AppKindCrd extends Construct {
   /** Default largest `spec.size` (`AppKind.maxSize`). */
@@ -42,6 +58,13 @@ export class AppKindCrd extends Construct {
     return `${appKind.plural}.${appKind.group}`;
   }
 
+  /** Short names of an app kind: `AppKind.shortNames`, or the initials of the kind's words when there are two or more. */
+  public static shortNamesOf(appKind: AppKind): string[] {
+    if (appKind.shortNames) return appKind.shortNames;
+    const initials = (appKind.kind.match(/[A-Z]/g) ?? []).join('').toLowerCase();
+    return initials.length >= 2 ? [initials] : [];
+  }
+
   /** The API version of an app kind's resources, `<group>/<version>`. */
   public static apiVersionOf(appKind: AppKind): string {
     return `${appKind.group}/${appKind.version}`;
@@ -53,6 +76,7 @@ export class AppKindCrd extends Construct {
   constructor(scope: Construct, id: string, props: AppKindCrdProps) {
     super(scope, id);
     const kind = props.appKind;
+    const shortNames = AppKindCrd.shortNamesOf(kind);
     this.crd = new k8s.KubeCustomResourceDefinition(this, 'Resource', {
       metadata: { name: AppKindCrd.nameOf(kind) },
       spec: {
@@ -63,6 +87,7 @@ export class AppKindCrd extends Construct {
           listKind: `${kind.kind}List`,
           plural: kind.plural,
           singular: kind.kind.toLowerCase(),
+          shortNames: shortNames.length > 0 ? shortNames : undefined,
           categories: props.categories ?? ['appkind'],
         },
         versions: [{
@@ -76,9 +101,11 @@ export class AppKindCrd extends Construct {
           },
           additionalPrinterColumns: [
             { name: 'Size', type: 'integer', jsonPath: '.spec.size', description: 'Desired number of pods' },
-            { name: 'Ready', type: 'integer', jsonPath: '.status.readyReplicas', description: 'Pods ready' },
+            { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status', description: 'The Ready condition: True once every pod of the current spec is ready' },
+            { name: 'Pods', type: 'integer', jsonPath: '.status.readyReplicas', description: 'Pods ready' },
             { name: 'NodePort', type: 'integer', jsonPath: '.status.nodePort', description: 'Port on every node' },
             { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+            { name: 'Image', type: 'string', jsonPath: '.spec.image', priority: 1, description: `Image the resource asks for; empty: the kind's image, ${kind.image}` },
           ],
         }],
       },
@@ -98,6 +125,47 @@ function imageSchema(kind: AppKind): k8s.JsonSchemaProps {
     pattern: '^[^\\s]+$',
     description: `Container image. ${allowed} Defaults to ${kind.image}.`,
     xKubernetesValidations: policy.allowsAny ? undefined : [{ rule: policy.celRule(), message: policy.message() }],
+  };
+}
+
+/** The schema of a `metav1.Condition`, as controller-gen writes it: every field Kubernetes requires, with its bounds. */
+function conditionSchema(): k8s.JsonSchemaProps {
+  return {
+    type: 'object',
+    description: 'Condition contains details for one aspect of the current state of this API Resource.',
+    required: ['lastTransitionTime', 'message', 'reason', 'status', 'type'],
+    properties: {
+      lastTransitionTime: {
+        type: 'string',
+        format: 'date-time',
+        description: 'The last time the condition transitioned from one status to another.',
+      },
+      message: {
+        type: 'string',
+        maxLength: 32768,
+        description: 'A human readable message indicating details about the transition. This may be an empty string.',
+      },
+      observedGeneration: {
+        type: 'integer',
+        format: 'int64',
+        minimum: 0,
+        description: 'The .metadata.generation that the condition was set based upon.',
+      },
+      reason: {
+        type: 'string',
+        minLength: 1,
+        maxLength: 1024,
+        pattern: '^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$',
+        description: "A programmatic identifier indicating the reason for the condition's last transition, in CamelCase.",
+      },
+      status: { type: 'string', enum: ['True', 'False', 'Unknown'], description: 'Status of the condition, one of True, False, Unknown.' },
+      type: {
+        type: 'string',
+        maxLength: 316,
+        pattern: '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$',
+        description: 'Type of condition in CamelCase or in foo.example.com/CamelCase.',
+      },
+    },
   };
 }
 
@@ -130,7 +198,8 @@ function schema(kind: AppKind): k8s.JsonSchemaProps {
           size: { ...int('Number of pods (Deployment replicas).', 0, kind.maxSize ?? AppKindCrd.DEFAULT_MAX_SIZE), default: 1 },
           image: imageSchema(kind),
           port: int(`Container and Service port. Defaults to ${kind.port}.`, 1, 65535),
-          nodePort: int('Fixed NodePort. Allocated by the API server when unset.', 30000, 32767),
+          ...(kind.serviceType === ServiceType.CLUSTER_IP ? {} : { nodePort: int('Fixed NodePort. Allocated by the API server when unset.', 30000, 32767) }),
+          ...overrideSchemas(kind),
         },
       },
       status: {
@@ -144,23 +213,100 @@ function schema(kind: AppKind): k8s.JsonSchemaProps {
           observedGeneration: { type: 'integer', format: 'int64', description: 'Generation of the spec last reconciled.' },
           conditions: {
             type: 'array',
+            description: 'Ready, Progressing and Degraded.',
             xKubernetesListType: 'map',
             xKubernetesListMapKeys: ['type'],
-            items: {
-              type: 'object',
-              required: ['type', 'status'],
-              properties: {
-                type: { type: 'string' },
-                status: { type: 'string', enum: ['True', 'False', 'Unknown'] },
-                reason: { type: 'string' },
-                message: { type: 'string' },
-                lastTransitionTime: { type: 'string', format: 'date-time' },
-                observedGeneration: { type: 'integer', format: 'int64' },
-              },
-            },
+            items: conditionSchema(),
           },
         },
       },
     },
   };
+}
+
+// Bounds on lists and strings keep the CEL rules below within the API server's cost budget.
+const MAX_ITEMS = 64;
+const MAX_STRING = 1024;
+const QUANTITY_PATTERN = '^[0-9]+(\\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$';
+
+const text = (description: string, maxLength = MAX_STRING): k8s.JsonSchemaProps => ({ type: 'string', maxLength, description });
+const flag = (description: string): k8s.JsonSchemaProps => ({ type: 'boolean', description });
+const named = (description: string, properties: { [name: string]: k8s.JsonSchemaProps }, required: string[]): k8s.JsonSchemaProps =>
+  ({ type: 'object', description, required, properties });
+/** CEL: exactly one of these fields is set. */
+const oneOf = (fields: string[], message: string) => ({ rule: `[${fields.map((f) => `has(self.${f})`).join(', ')}].filter(x, x).size() == 1`, message });
+
+function envSchema(deny: string[]): k8s.JsonSchemaProps {
+  const keyRef = (what: string) => named(`A key of a ${what} in the namespace.`, { name: text(`Name of the ${what}.`, 253), key: text('The key.', 253), optional: flag('Start even when missing.') }, ['name', 'key']);
+  // The kind configuration allows only letters, digits, "-", "_" and "." in these names: safe in a CEL string.
+  const denied = deny.map((n) => `'${n}'`).join(', ');
+  return {
+    type: 'array',
+    maxItems: MAX_ITEMS,
+    description: `Environment variables, merged into the kind's by name.${deny.length ? ` Reserved by the kind: ${deny.join(', ')}.` : ''}`,
+    xKubernetesListType: 'map',
+    xKubernetesListMapKeys: ['name'],
+    xKubernetesValidations: deny.length ? [{ rule: `self.all(e, !(e.name in [${denied}]))`, message: `spec.env may not set ${deny.join(', ')}: the kind reserves ${deny.length > 1 ? 'them' : 'it'}` }] : undefined,
+    items: {
+      type: 'object',
+      required: ['name'],
+      xKubernetesValidations: [{ rule: '!(has(self.value) && has(self.valueFrom))', message: 'give value or valueFrom, not both' }],
+      properties: {
+        name: { ...text('Name of the variable.', 256), minLength: 1 },
+        value: text('Plain value.', 32768),
+        valueFrom: {
+          type: 'object',
+          description: 'A ConfigMap key, a Secret key or a pod field (exactly one).',
+          xKubernetesValidations: [oneOf(['configMapKeyRef', 'secretKeyRef', 'fieldRef'], 'valueFrom needs exactly one of configMapKeyRef, secretKeyRef, fieldRef')],
+          properties: {
+            configMapKeyRef: keyRef('ConfigMap'),
+            secretKeyRef: keyRef('Secret'),
+            fieldRef: named('A field of the pod (Downward API).', { fieldPath: text('e.g. metadata.name.', 256), apiVersion: text('Defaults to v1.', 64) }, ['fieldPath']),
+          },
+        },
+      },
+    },
+  };
+}
+
+function envFromSchema(): k8s.JsonSchemaProps {
+  const source = (what: string) => named(`Every key of a ${what} in the namespace.`, { name: text(`Name of the ${what}.`, 253), optional: flag('Start even when missing.') }, ['name']);
+  return {
+    type: 'array',
+    maxItems: MAX_ITEMS,
+    description: "Variables from every key of ConfigMaps and Secrets, added after the kind's.",
+    items: {
+      type: 'object',
+      xKubernetesValidations: [oneOf(['configMapRef', 'secretRef'], 'envFrom needs exactly one of configMapRef, secretRef')],
+      properties: { prefix: text('Prefix of every name.', 256), configMapRef: source('ConfigMap'), secretRef: source('Secret') },
+    },
+  };
+}
+
+function resourcesSchema(maxCpu: string | undefined, maxMemory: string | undefined, kindName: string): k8s.JsonSchemaProps {
+  const quantity = (resource: string, max: string | undefined): k8s.JsonSchemaProps => ({
+    type: 'string',
+    maxLength: 64,
+    pattern: QUANTITY_PATTERN,
+    description: `${resource} quantity${max ? `, at most ${max}` : ''}.`,
+    xKubernetesValidations: max ? [{ rule: `quantity(self).compareTo(quantity('${max}')) <= 0`, message: `${resource} must be at most ${max} (the most a ${kindName} may ask)` }] : undefined,
+  });
+  const list = (what: string): k8s.JsonSchemaProps => ({
+    type: 'object',
+    description: what,
+    properties: { cpu: quantity('cpu', maxCpu), memory: quantity('memory', maxMemory) },
+  });
+  return { type: 'object', description: "CPU and memory, merged into the kind's quantity by quantity.", properties: { requests: list('What the scheduler reserves.'), limits: list('The most the container may use.') } };
+}
+
+/** The spec fields a kind lets its CRs set (AppKind.overrides), with the kind's limits as schema and CEL rules. */
+function overrideSchemas(kind: AppKind): { [name: string]: k8s.JsonSchemaProps } {
+  const o = kind.overrides ?? {};
+  const out: { [name: string]: k8s.JsonSchemaProps } = {};
+  if (o.args) out.args = { type: 'array', maxItems: MAX_ITEMS, items: text('An argument.'), description: "Arguments of the entrypoint, replacing the kind's." };
+  if (o.env) out.env = envSchema(o.env.deny ?? []);
+  if (o.envFrom) out.envFrom = envFromSchema();
+  if (o.resources) out.resources = resourcesSchema(o.resources.maxCpu, o.resources.maxMemory, kind.kind);
+  if (o.serviceAccountName) out.serviceAccountName = { ...text("ServiceAccount of the pods, instead of the kind's.", 253), pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$' };
+  return out;
 }

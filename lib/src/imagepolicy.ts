@@ -11,6 +11,13 @@
  *
  * `*` may appear only at the end; characters are those of image references (letters, digits and
  * `._-/:@`). The kind's own image is always allowed, so a kind that lists nothing runs its image only.
+ *
+ * @example
+ * import { ImagePolicy } from 'cdk8s-appkind';
+ *
+ * const policy = new ImagePolicy('takeyan/flask:0.0.3', ['registry.example.com/*']);
+ * policy.allows('registry.example.com/team/app:1.2'); // true
+ * policy.allows('nginx:1.27'); // false: neither the kind's image nor under the registry
  */
 export class ImagePolicy {
   /** Characters of an image reference, optionally followed by one trailing `*`; or `*` alone. */

@@ -7,3 +7,8 @@ export * from './app';
 export * from './crd';
 export * from './imagepolicy';
 export * from './bundle';
+export * from './env';
+export * from './probe';
+export * from './volume';
+export * from './exposure';
+export * from './overrides';

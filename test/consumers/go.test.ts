@@ -4,7 +4,7 @@
 // must equal the TypeScript synth of the same chart.
 import { describe, expect, test } from '@jest/globals';
 import { App, Chart } from 'cdk8s';
-import { ContainerApp, ImagePullPolicy } from 'cdk8s-appkind';
+import { ContainerApp, ImagePullPolicy, ServiceType } from 'cdk8s-appkind';
 import * as kplus from 'cdk8s-plus-27';
 import { copyFileSync, mkdirSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
@@ -19,10 +19,26 @@ function typescriptSynth(): string {
     image: 'takeyan/flask:0.0.3',
     port: 5000,
     replicas: 2,
-    env: { SETTINGS: settings.name },
+    args: ['--workers', '2'],
+    env: [
+      { name: 'SETTINGS', value: settings.name },
+      { name: 'GREETING', valueFrom: { configMapKeyRef: { name: settings.name, key: 'GREETING' } } },
+      { name: 'DATABASE_URL', valueFrom: { secretKeyRef: { name: 'db', key: 'url' } } },
+      { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+    ],
+    envFrom: [{ configMapRef: { name: settings.name } }],
+    readinessProbe: { httpGet: { path: '/healthz' }, periodSeconds: 5, failureThreshold: 3 },
+    livenessProbe: { tcpSocket: {} },
+    volumes: [{ name: 'cache', emptyDir: { sizeLimit: '64Mi' } }, { name: 'conf', configMap: { name: settings.name } }],
+    volumeMounts: [{ name: 'cache', mountPath: '/var/cache/app' }, { name: 'conf', mountPath: '/etc/app', readOnly: true }],
+    imagePullSecrets: [{ name: 'regcred' }],
+    serviceAccountName: 'echo',
+    serviceType: ServiceType.CLUSTER_IP,
+    podDisruptionBudget: { maxUnavailable: '1' },
+    networkPolicy: { from: [{ podSelector: { matchLabels: { role: 'frontend' } } }] },
     imagePullPolicy: ImagePullPolicy.ALWAYS,
     resources: { requests: { cpu: '100m', memory: '64Mi' }, limits: { memory: '128Mi' } },
-    securityContext: { runAsNonRoot: true, runAsUser: 1000 },
+    securityContext: { runAsNonRoot: true, runAsUser: 1000, readOnlyRootFilesystem: true },
     labels: { team: 'blue' },
   });
   return app.synthYaml();
@@ -49,7 +65,11 @@ describe('Go bindings', () => {
 
       const yaml = await must('go', ['run', '.'], module, { ...QUIET_JSII, GOTOOLCHAIN: 'local', CGO_ENABLED: '0', GOFLAGS: '-mod=readonly' });
       const expected = typescriptSynth();
-      expect(expected).toMatch(/kind: ConfigMap[\s\S]*name: shop-echo-[0-9a-f]{8}-deployment[\s\S]*type: NodePort/);
+      expect(expected).toMatch(/kind: ConfigMap[\s\S]*name: shop-echo-[0-9a-f]{8}-deployment[\s\S]*type: ClusterIP/);
+      // The new props reached the YAML (the /tmp emptyDir comes from the read-only root filesystem).
+      for (const fact of ['secretKeyRef:', 'fieldPath: metadata.name', 'path: /healthz', 'mountPath: /tmp', 'kind: PodDisruptionBudget', 'kind: NetworkPolicy', 'serviceAccountName: echo']) {
+        expect(expected).toContain(fact);
+      }
       expect(yaml).toBe(expected);
     } finally {
       removeDir(work);

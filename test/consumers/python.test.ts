@@ -1,6 +1,6 @@
 // Python: jsii-pacmak generates the package of the packed library, and the generated sources must
 // byte-compile. Running them needs the jsii Python runtime and the cdk8s, cdk8s-plus-27 and constructs
-// Python packages, which come only from PyPI (not reachable here); see the README.
+// Python packages, which come only from PyPI (not reachable here); see docs/library.md.
 import { describe, expect, test } from '@jest/globals';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';

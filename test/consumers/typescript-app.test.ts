@@ -22,7 +22,18 @@ export class MyChart extends Chart {
       image: 'takeyan/flask:0.0.3',
       port: 5000,
       replicas: 2,
-      env: { GREETING: 'hello' },
+      args: ['--workers', '2'],
+      env: [
+        { name: 'GREETING', value: 'hello' },
+        { name: 'DATABASE_URL', valueFrom: { secretKeyRef: { name: 'db', key: 'url' } } },
+        { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+      ],
+      envFrom: [{ configMapRef: { name: 'settings' } }],
+      readinessProbe: { httpGet: { path: '/healthz' }, periodSeconds: 5 },
+      volumes: [{ name: 'cache', emptyDir: {} }],
+      volumeMounts: [{ name: 'cache', mountPath: '/var/cache/app' }],
+      securityContext: { readOnlyRootFilesystem: true },
+      podDisruptionBudget: { minAvailable: '1' },
       imagePullPolicy: ImagePullPolicy.ALWAYS,
       resources: { requests: { cpu: '100m', memory: '64Mi' } },
     });
@@ -48,7 +59,7 @@ describe('Placeholder', () => {
 
   test('ContainerApp renders a Deployment and a NodePort Service beside the ConfigMap', () => {
     const results = Testing.synth(new MyChart(Testing.app(), 'test-chart'));
-    expect(results.map((o) => o.kind).sort()).toEqual(['ConfigMap', 'Deployment', 'Service']);
+    expect(results.map((o) => o.kind).sort()).toEqual(['ConfigMap', 'Deployment', 'PodDisruptionBudget', 'Service']);
     const service = results.find((o) => o.kind === 'Service');
     expect(service.spec.type).toBe('NodePort');
     expect(service.metadata.name).toMatch(/^test-chart-echo-[0-9a-f]{8}-svc$/);
@@ -92,15 +103,26 @@ describe('stock cdk8s typescript-app project', () => {
       await must('npm', ['run', 'synth'], project);
 
       const objs = parseAllDocuments(readFileSync(join(project, 'dist', 'shop.k8s.yaml'), 'utf8')).map((d) => d.toJS() as Obj);
-      expect(objs.map((o) => o.kind).sort()).toEqual(['ConfigMap', 'Deployment', 'Service']);
+      expect(objs.map((o) => o.kind).sort()).toEqual(['ConfigMap', 'Deployment', 'PodDisruptionBudget', 'Service']);
       const deployment = objs.find((o) => o.kind === 'Deployment')!;
       expect(deployment.metadata.name).toMatch(/^shop-echo-[0-9a-f]{8}-deployment$/);
       expect(deployment.spec!.replicas).toBe(2);
       const container = (deployment.spec!.template as { spec: { containers: Record<string, unknown>[] } }).spec.containers[0]!;
       expect(container).toMatchObject({
-        image: 'takeyan/flask:0.0.3', imagePullPolicy: 'Always', env: [{ name: 'GREETING', value: 'hello' }],
+        image: 'takeyan/flask:0.0.3', imagePullPolicy: 'Always', args: ['--workers', '2'],
+        env: [
+          { name: 'GREETING', value: 'hello' },
+          { name: 'DATABASE_URL', valueFrom: { secretKeyRef: { name: 'db', key: 'url' } } },
+          { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+        ],
+        envFrom: [{ configMapRef: { name: 'settings' } }],
+        readinessProbe: { httpGet: { path: '/healthz', port: 5000 }, periodSeconds: 5 },
+        volumeMounts: [{ name: 'cache', mountPath: '/var/cache/app' }, { name: 'tmp', mountPath: '/tmp' }],
         resources: { requests: { cpu: '100m', memory: '64Mi' } },
       });
+      const pod = (deployment.spec!.template as { spec: Record<string, unknown> }).spec;
+      expect(pod.volumes).toEqual([{ name: 'cache', emptyDir: {} }, { name: 'tmp', emptyDir: {} }]);
+      expect(objs.find((o) => o.kind === 'PodDisruptionBudget')!.spec).toMatchObject({ minAvailable: 1 });
       expect(objs.find((o) => o.kind === 'ConfigMap')!.data).toEqual({ GREETING: 'hello' });
     } finally {
       removeDir(project);

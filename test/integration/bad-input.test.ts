@@ -1,16 +1,16 @@
 // Bad input, on the real control plane: what the CRD can say is refused by the API server at once with
 // the field named; what only the operator can tell ends Degraded with a reason and an Event, touches
 // nothing it does not own, and neither crashes the operator nor keeps a healthy CR from converging.
-// The README table "Reliability: what was tried" lists these cases beside the ones other files cover
+// The table of docs/reliability.md lists these cases beside the ones other files cover
 // (image-policy.test.ts, identities.test.ts, pod-refusals.test.ts, reconcile.test.ts).
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { AppKind, AppKindCrd } from 'cdk8s-appkind';
-import { SAMPLE_KIND } from '../../operator/config.js';
-import { crdObjects } from '../../operator/crd-yaml.js';
-import { ApiError, RestClient } from '../../operator/rest.js';
+import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { crdObjects } from '../../operator/kinds/crd-yaml.js';
+import { ApiError, RestClient } from '../../operator/runtime/rest.js';
 import { applyManifests } from '../../tools/controlplane/apply.js';
 import { createTestNamespace, crObject, eventually, FOREIGN_IMAGE, foreignDeployment, freeStaticNodePorts, sharedCluster } from './cluster.js';
 import { installCrds, installOperatorIdentity, OperatorProcess } from './operator-process.js';

@@ -4,9 +4,9 @@
 // DEGRADED_RETRY_SECONDS=3600 is far beyond this test after a dozen failures.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { KubeConfig, KubernetesObject, V1Service } from '@kubernetes/client-node';
-import { SAMPLE_KIND } from '../../operator/config.js';
-import { controllerOf } from '../../operator/reconcile.js';
-import { RestClient } from '../../operator/rest.js';
+import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { controllerOf } from '../../operator/controller/reconcile.js';
+import { RestClient } from '../../operator/runtime/rest.js';
 import { createTestNamespace, crObject, eventually, foreignDeployment, sharedCluster } from './cluster.js';
 import { installCrds, installOperatorIdentity, OperatorProcess } from './operator-process.js';
 

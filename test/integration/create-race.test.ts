@@ -5,15 +5,16 @@
 // cache has seen it. Reproduced deterministically: a Reconciler over Deployment and Service caches that
 // listed the namespace and then stopped watching, against the real API server.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { KubeConfig, KubernetesObject, V1Deployment, V1Pod, V1Service } from '@kubernetes/client-node';
+import { KubeConfig, KubernetesObject, V1Deployment, V1Pod, V1ReplicaSet, V1Service } from '@kubernetes/client-node';
 import { AppKind } from 'cdk8s-appkind';
-import { OWNER_INDEX, ownerIndex, ResourceCache, withOwnManagedFields, withoutManagedFields } from '../../operator/cache.js';
-import { SAMPLE_KIND } from '../../operator/config.js';
-import { EventRecorder } from '../../operator/events.js';
-import { Informer, InformerSource } from '../../operator/informer.js';
-import { silentLogger } from '../../operator/log.js';
-import { CachedResource, controllerOf, Reconciler, ReconcileError, resourceKey } from '../../operator/reconcile.js';
-import { ApiError, isCreateOnlyRefusal, RestClient } from '../../operator/rest.js';
+import { OWNER_INDEX, ownerIndex, ResourceCache, withOwnManagedFields, withoutManagedFields } from '../../operator/runtime/cache.js';
+import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { EventRecorder } from '../../operator/runtime/events.js';
+import { Informer, InformerSource } from '../../operator/runtime/informer.js';
+import { silentLogger } from '../../operator/runtime/log.js';
+import { CachedResource, controllerOf, Reconciler, ReconcileError } from '../../operator/controller/reconcile.js';
+import { refKey } from '../../operator/runtime/ref.js';
+import { ApiError, isCreateOnlyRefusal, RestClient } from '../../operator/runtime/rest.js';
 import { createTestNamespace, crObject, eventually, FOREIGN_IMAGE, foreignDeployment, readSharedAuditLog, sharedCluster } from './cluster.js';
 import { installCrds } from './operator-process.js';
 
@@ -54,10 +55,11 @@ async function staleReconciler(): Promise<{ reconciler: Reconciler; crs: Resourc
   const crs = new ResourceCache([await informer<Resource>({ apiVersion: `${kind.group}/${kind.version}`, kind: kind.kind, plural: kind.plural }, { transform: withoutManagedFields })]);
   const reconciler = new Reconciler({
     kinds: new Map([[kind.kind, kind]]),
-    resources: new Map([[kind.kind, crs as ResourceCache<CachedResource>]]),
+    crs: new Map([[kind.kind, crs as ResourceCache<CachedResource>]]),
     deployments: new ResourceCache([deployments]),
     services: new ResourceCache([services]),
     pods: new ResourceCache<V1Pod>([]),
+    replicaSets: new ResourceCache<V1ReplicaSet>([]),
     rest,
     events: new EventRecorder(rest, MANAGER, silentLogger),
     fieldManager: MANAGER,
@@ -76,7 +78,7 @@ async function createCr(crs: ResourceCache<Resource>, name: string): Promise<Res
 /** The failure a reconcile ended with, or undefined when it converged. */
 async function reconcileFailure(reconciler: Reconciler, name: string): Promise<ReconcileError['failure'] | undefined> {
   try {
-    await reconciler.reconcile(resourceKey(kind.kind, ns, name));
+    await reconciler.reconcile(refKey({ kind: kind.kind, namespace: ns, name }));
     return undefined;
   } catch (e) {
     if (e instanceof ReconcileError) return e.failure;

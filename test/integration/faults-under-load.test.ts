@@ -11,8 +11,8 @@
 // LOAD_DEBUG=1 prints what is still unconverged on each poll.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { CoreV1Api, V1Service, Watch } from '@kubernetes/client-node';
-import { SAMPLE_KIND } from '../../operator/config.js';
-import { RestClient } from '../../operator/rest.js';
+import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { RestClient } from '../../operator/runtime/rest.js';
 import { ControlPlane } from '../../tools/controlplane/controlplane.js';
 import { applyOp, converged as convergedModel, deleteOp as deleteCrOp, LoadModel, sleep, startLoadCluster } from './load.js';
 import { OperatorProcess } from './operator-process.js';

@@ -8,7 +8,7 @@ import { KubeConfig, KubernetesObject, V1ConfigMap, V1Deployment, V1Secret } fro
 import { App, Chart } from 'cdk8s';
 import { randomBytes } from 'node:crypto';
 import { AppKind, OperatorBundle } from 'cdk8s-appkind';
-import { ApiError, APPLY_PATCH, RestClient } from '../../operator/rest.js';
+import { ApiError, APPLY_PATCH, RestClient } from '../../operator/runtime/rest.js';
 import { applyManifests } from '../../tools/controlplane/apply.js';
 import { createTestNamespace, crObject, eventually, sharedCluster, sharedServiceAccountKubeconfig } from './cluster.js';
 import { installCrds, OperatorProcess } from './operator-process.js';

@@ -3,8 +3,8 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { AppKind } from 'cdk8s-appkind';
-import { crdObjects } from '../../operator/crd-yaml.js';
-import { ApiError, RestClient } from '../../operator/rest.js';
+import { crdObjects } from '../../operator/kinds/crd-yaml.js';
+import { ApiError, RestClient } from '../../operator/runtime/rest.js';
 import { applyManifests } from '../../tools/controlplane/apply.js';
 import { createTestNamespace, crObject, eventually, sharedCluster } from './cluster.js';
 import { installCrds, installOperatorIdentity, OperatorProcess } from './operator-process.js';

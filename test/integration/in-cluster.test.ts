@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { AppKind } from 'cdk8s-appkind';
-import { ApiError, APPLY_PATCH, RestClient } from '../../operator/rest.js';
+import { ApiError, APPLY_PATCH, RestClient } from '../../operator/runtime/rest.js';
 import { applyManifests } from '../../tools/controlplane/apply.js';
 import type { AuditEvent } from '../../tools/controlplane/audit.js';
 import { ControlPlane } from '../../tools/controlplane/controlplane.js';
@@ -29,7 +29,7 @@ const root = join(import.meta.dirname, '..', '..');
 // standby's requests (it takes over at its first poll after the expiry; through a release without
 // waiting for one), not by this test's clock, which the machine's load moves.
 const LEASE = { durationSeconds: 4, renewDeadlineSeconds: 3, retryPeriodSeconds: 1 };
-// Each run's figures; bench/failover.json is the copy the README quotes (a run does not rewrite it).
+// Each run's figures; bench/failover.json is the copy docs/benchmark.md quotes (a run does not rewrite it).
 const BENCH_FILE = join(root, 'bench', 'out', 'failover.json');
 
 jest.setTimeout(300_000);

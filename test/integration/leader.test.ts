@@ -2,9 +2,9 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { CoordinationV1Api, KubeConfig, KubernetesObject, V1Lease, V1MicroTime, Watch } from '@kubernetes/client-node';
 import { AddressInfo, connect, createServer, Server, Socket } from 'node:net';
-import { SAMPLE_KIND } from '../../operator/config.js';
-import { LeaderCallbacks, LeaderElector } from '../../operator/leader.js';
-import { RestClient } from '../../operator/rest.js';
+import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { LeaderCallbacks, LeaderElector } from '../../operator/runtime/leader.js';
+import { RestClient } from '../../operator/runtime/rest.js';
 import { applyManifests } from '../../tools/controlplane/apply.js';
 import { createTestNamespace, eventually, sharedCluster, sharedServiceAccountKubeconfig } from './cluster.js';
 import { installOperatorIdentity, OPERATOR_SA } from './operator-process.js';

@@ -3,9 +3,9 @@
 // reads everything fresh from the API server.
 import { CoreV1Api, KubernetesObject, V1Deployment, V1Pod, V1Service } from '@kubernetes/client-node';
 import { AppKind, ContainerApp } from 'cdk8s-appkind';
-import { CHILD_SELECTOR } from '../../operator/reconcile.js';
-import { render, type AppResource, type AppSpec } from '../../operator/render.js';
-import { ApiError, RestClient } from '../../operator/rest.js';
+import { CHILD_SELECTOR } from '../../operator/controller/reconcile.js';
+import { render, type AppResource, type AppSpec } from '../../operator/kinds/render.js';
+import { ApiError, RestClient } from '../../operator/runtime/rest.js';
 import { ControlPlane } from '../../tools/controlplane/controlplane.js';
 import { crObject } from './cluster.js';
 import { installCrds, installOperatorIdentity, OPERATOR_SA } from './operator-process.js';

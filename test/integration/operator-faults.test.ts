@@ -2,8 +2,8 @@
 // watchdog, and kube-apiserver and etcd restarts are survived without a crash or lost events.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { KubernetesObject } from '@kubernetes/client-node';
-import { SAMPLE_KIND } from '../../operator/config.js';
-import { RestClient } from '../../operator/rest.js';
+import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { RestClient } from '../../operator/runtime/rest.js';
 import { ControlPlane } from '../../tools/controlplane/controlplane.js';
 import { eventually } from './cluster.js';
 import { installCrds, OperatorProcess } from './operator-process.js';

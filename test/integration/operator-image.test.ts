@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { AppKind } from 'cdk8s-appkind';
-import { RestClient } from '../../operator/rest.js';
+import { RestClient } from '../../operator/runtime/rest.js';
 import { applyManifests } from '../../tools/controlplane/apply.js';
 import { ControlPlane } from '../../tools/controlplane/controlplane.js';
 import { waitFor } from '../../tools/controlplane/readiness.js';
@@ -23,7 +23,7 @@ import { metricValue } from './operator-process.js';
 
 const run = promisify(execFile);
 const root = join(import.meta.dirname, '..', '..');
-// Each run's figures; the README quotes one run's.
+// Each run's figures; docs/in-cluster.md quotes one run's.
 const FIGURES_FILE = join(root, 'bench', 'out', 'image.json');
 // Short lease timings so the standby's takeover after the hand-over is seen within seconds.
 const LEASE = { LEASE_DURATION_SECONDS: '6', RENEW_DEADLINE_SECONDS: '4', RETRY_PERIOD_SECONDS: '1' };

@@ -5,9 +5,9 @@ import { App, Chart } from 'cdk8s';
 import { ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { AppKind, OperatorBundle } from 'cdk8s-appkind';
-import { crdObjects } from '../../operator/crd-yaml.js';
+import { crdObjects } from '../../operator/kinds/crd-yaml.js';
 import { applyManifests } from '../../tools/controlplane/apply.js';
-import { RestClient } from '../../operator/rest.js';
+import { RestClient } from '../../operator/runtime/rest.js';
 import { createTestNamespace, sharedCluster, sharedServiceAccountKubeconfig } from './cluster.js';
 
 const root = join(import.meta.dirname, '..', '..');

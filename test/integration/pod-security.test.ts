@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { KubeConfig, KubernetesObject, V1Pod } from '@kubernetes/client-node';
 import { AppKind } from 'cdk8s-appkind';
-import { RestClient } from '../../operator/rest.js';
+import { RestClient } from '../../operator/runtime/rest.js';
 import { createTestNamespace, crObject, eventually, sharedCluster } from './cluster.js';
 import { installCrds, installOperatorIdentity, OperatorProcess } from './operator-process.js';
 

@@ -1,8 +1,8 @@
 // Drift, pruning, steady state and errors of the reconciler, on the real control plane.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
-import { SAMPLE_KIND } from '../../operator/config.js';
-import { ApiError, RestClient } from '../../operator/rest.js';
+import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { ApiError, RestClient } from '../../operator/runtime/rest.js';
 import { createTestNamespace, eventually, freeStaticNodePorts, readSharedAuditLog, sharedCluster } from './cluster.js';
 import { installCrds, installOperatorIdentity, OPERATOR_SA, OperatorProcess } from './operator-process.js';
 

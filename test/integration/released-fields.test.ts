@@ -3,8 +3,8 @@
 // owns (its managedFields entry) with what it renders, not only the rendered values with the live ones.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { KubeConfig, KubernetesObject, V1Deployment, V1Service } from '@kubernetes/client-node';
-import { SAMPLE_KIND } from '../../operator/config.js';
-import { RestClient } from '../../operator/rest.js';
+import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { RestClient } from '../../operator/runtime/rest.js';
 import { createTestNamespace, crObject, eventually, freeStaticNodePorts, readSharedAuditLog, sharedCluster } from './cluster.js';
 import { installCrds, installOperatorIdentity, OPERATOR_SA, OperatorProcess } from './operator-process.js';
 

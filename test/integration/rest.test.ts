@@ -1,7 +1,7 @@
 // The operator's REST client on the real API server: one keep-alive connection pool per process
 // (client-node's applyToHTTPSOptions would open a new TLS connection for every request).
 import { afterAll, describe, expect, it } from '@jest/globals';
-import { RestClient } from '../../operator/rest.js';
+import { RestClient } from '../../operator/runtime/rest.js';
 import { sharedCluster } from './cluster.js';
 
 describe('RestClient connections', () => {

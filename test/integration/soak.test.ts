@@ -24,9 +24,9 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { CoreV1Api } from '@kubernetes/client-node';
 import type { AppKind } from 'cdk8s-appkind';
-import { SAMPLE_KIND } from '../../operator/config.js';
-import type { AppSpec } from '../../operator/render.js';
-import { RestClient } from '../../operator/rest.js';
+import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import type { AppSpec } from '../../operator/kinds/render.js';
+import { RestClient } from '../../operator/runtime/rest.js';
 import { NODE_PORT_RANGE } from '../../tools/controlplane/components.js';
 import { ControlPlane } from '../../tools/controlplane/controlplane.js';
 import { applyOp, changedVersions, converged, deleteOp, LoadModel, resourceVersions, sleep, startLoadCluster } from './load.js';

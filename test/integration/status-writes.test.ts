@@ -4,8 +4,8 @@
 // `kubectl wait --for=condition=Ready` checks. Counted from the API server's audit log.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { KubeConfig, KubernetesObject, Watch } from '@kubernetes/client-node';
-import { SAMPLE_KIND } from '../../operator/config.js';
-import { RestClient } from '../../operator/rest.js';
+import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { RestClient } from '../../operator/runtime/rest.js';
 import { crObject, eventually, readSharedAuditLog, sharedCluster } from './cluster.js';
 import { OPERATOR_SA, OperatorProcess, startOperatorTest } from './operator-process.js';
 

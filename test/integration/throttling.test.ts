@@ -17,10 +17,10 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { CoreV1Api, KubernetesObject, V1Pod } from '@kubernetes/client-node';
 import { ContainerApp } from 'cdk8s-appkind';
-import { SAMPLE_KIND } from '../../operator/config.js';
-import { Informer } from '../../operator/informer.js';
-import { createLogger } from '../../operator/log.js';
-import { RestClient } from '../../operator/rest.js';
+import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { Informer } from '../../operator/runtime/informer.js';
+import { createLogger } from '../../operator/runtime/log.js';
+import { RestClient } from '../../operator/runtime/rest.js';
 import { applyManifests } from '../../tools/controlplane/apply.js';
 import { ControlPlane } from '../../tools/controlplane/controlplane.js';
 import { crObject, foreignDeployment } from './cluster.js';

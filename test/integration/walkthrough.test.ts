@@ -4,10 +4,10 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { join } from 'node:path';
 import { AppKind } from 'cdk8s-appkind';
-import { kindsFromFile } from '../../operator/config.js';
-import { render } from '../../operator/render.js';
-import { firstDifference } from '../../operator/apply.js';
-import { RestClient } from '../../operator/rest.js';
+import { kindsFromFile } from '../../operator/kinds/config.js';
+import { render } from '../../operator/kinds/render.js';
+import { firstDifference } from '../../operator/controller/apply.js';
+import { RestClient } from '../../operator/runtime/rest.js';
 import { createTestNamespace, eventually, sharedCluster } from './cluster.js';
 import { installCrds, installOperatorIdentity, OperatorProcess } from './operator-process.js';
 

@@ -3,7 +3,7 @@ import { ApiObject, App, Chart, Size, Testing } from 'cdk8s';
 import * as kplus from 'cdk8s-plus-27';
 import * as kplus33 from 'cdk8s-plus-33';
 import { Construct } from 'constructs';
-import { ContainerApp, ContainerAppProps, ImagePullPolicy } from 'cdk8s-appkind';
+import { ContainerApp, ContainerAppProps, ImagePullPolicy, ServiceType } from 'cdk8s-appkind';
 
 type Obj = { kind: string; metadata: { name: string; labels?: Record<string, string>; annotations?: Record<string, string> }; spec: Record<string, unknown> };
 type Container = {
@@ -84,7 +84,7 @@ describe('ContainerApp', () => {
   test('every prop reaches the output; extra labels never enter the selector', () => {
     const objs = synth((c) => new ContainerApp(c, 'x', {
       ...BASE,
-      env: { GREETING: 'hello' },
+      env: [{ name: 'GREETING', value: 'hello' }],
       resources: { requests: { cpu: '100m' }, limits: { memory: '256Mi' } },
       labels: { team: 'blue' },
       annotations: { 'example.com/note': 'n' },
@@ -176,7 +176,9 @@ describe('ContainerApp', () => {
 
   test('static helpers give the names and selector the construct renders (the operator relies on them)', () => {
     const app = synth((c) => new ContainerApp(c, 'x', BASE));
-    expect(ContainerApp.objectNames('example-echoflask')).toEqual({ deployment: 'example-echoflask-deployment', service: 'example-echoflask-svc' });
+    expect(ContainerApp.objectNames('example-echoflask')).toEqual({
+      deployment: 'example-echoflask-deployment', service: 'example-echoflask-svc', podDisruptionBudget: 'example-echoflask-pdb', networkPolicy: 'example-echoflask-ingress',
+    });
     expect(ContainerApp.selectorLabelsOf('example-echoflask', 'echoflask')).toEqual(SELECTOR);
     expect(deploymentOf(app).spec.selector).toEqual({ matchLabels: ContainerApp.selectorLabelsOf('example-echoflask', 'echoflask') });
   });
@@ -204,5 +206,164 @@ describe('ContainerApp', () => {
     expect(wanted.resources).toEqual({ limits: { cpu: '1', memory: '512Mi' }, requests: { cpu: '250m', memory: '128Mi' } });
     expect(container.resources).toEqual(wanted.resources);
     expect(container.securityContext).toEqual(wanted.securityContext);
+  });
+});
+
+type PodSpec = { containers: Record<string, unknown>[]; volumes?: unknown[]; imagePullSecrets?: unknown[]; serviceAccountName?: string; automountServiceAccountToken?: boolean };
+const podSpecOf = (objs: Obj[]) => templateOf(deploymentOf(objs)).spec as unknown as PodSpec;
+const appContainer = (objs: Obj[]) => podSpecOf(objs).containers[0]!;
+
+describe('ContainerApp: what real images need (Kubernetes names and shapes)', () => {
+  test('command and args replace the image entrypoint and CMD, in order', () => {
+    const c = appContainer(synth((ch) => new ContainerApp(ch, 'mc', { image: 'memcached:1.6', port: 11211, command: ['memcached'], args: ['-m', '64'] })));
+    expect(c.command).toEqual(['memcached']);
+    expect(c.args).toEqual(['-m', '64']);
+  });
+
+  test('env holds plain values and references to ConfigMap keys, Secret keys and pod fields, in the order given; envFrom whole ConfigMaps and Secrets', () => {
+    const c = appContainer(synth((ch) => new ContainerApp(ch, 'web', {
+      image: 'flask', port: 5000,
+      env: [
+        { name: 'MODE', value: 'production' },
+        { name: 'DATABASE_URL', valueFrom: { secretKeyRef: { name: 'db', key: 'url' } } },
+        { name: 'COLOR', valueFrom: { configMapKeyRef: { name: 'settings', key: 'color', optional: true } } },
+        { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+      ],
+      envFrom: [{ configMapRef: { name: 'settings' } }, { prefix: 'DB_', secretRef: { name: 'db', optional: false } }],
+    })));
+    expect(c.env).toEqual([
+      { name: 'MODE', value: 'production' },
+      { name: 'DATABASE_URL', valueFrom: { secretKeyRef: { name: 'db', key: 'url' } } },
+      { name: 'COLOR', valueFrom: { configMapKeyRef: { name: 'settings', key: 'color', optional: true } } },
+      { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+    ]);
+    expect(c.envFrom).toEqual([{ configMapRef: { name: 'settings' } }, { prefix: 'DB_', secretRef: { name: 'db', optional: false } }]);
+  });
+
+  test('probes: httpGet and tcpSocket default to the app port and "/", exec runs a command; timings pass through', () => {
+    const c = appContainer(synth((ch) => new ContainerApp(ch, 'jvm', {
+      image: 'eclipse-temurin:21', port: 8080,
+      readinessProbe: { httpGet: { path: '/actuator/health/readiness' }, initialDelaySeconds: 5, periodSeconds: 5, timeoutSeconds: 2, failureThreshold: 6, successThreshold: 2 },
+      livenessProbe: { tcpSocket: {} },
+      startupProbe: { exec: { command: ['cat', '/tmp/started'] }, failureThreshold: 30, periodSeconds: 2 },
+    })));
+    expect(c.readinessProbe).toEqual({ httpGet: { path: '/actuator/health/readiness', port: 8080 }, initialDelaySeconds: 5, periodSeconds: 5, timeoutSeconds: 2, failureThreshold: 6, successThreshold: 2 });
+    expect(c.livenessProbe).toEqual({ tcpSocket: { port: 8080 } });
+    expect(c.startupProbe).toEqual({ exec: { command: ['cat', '/tmp/started'] }, failureThreshold: 30, periodSeconds: 2 });
+    const other = appContainer(synth((ch) => new ContainerApp(ch, 'x', { image: 'a', port: 80, readinessProbe: { httpGet: { port: 9000 } } })));
+    expect(other.readinessProbe).toEqual({ httpGet: { path: '/', port: 9000 } });
+  });
+
+  test('volumes (emptyDir, ConfigMap, Secret, PersistentVolumeClaim) and their mounts', () => {
+    const objs = synth((ch) => new ContainerApp(ch, 'v', {
+      image: 'a', port: 80,
+      volumes: [
+        { name: 'cache', emptyDir: { sizeLimit: '64Mi' } },
+        { name: 'conf', configMap: { name: 'nginx-conf', items: [{ key: 'default.conf', path: 'default.conf' }] } },
+        { name: 'tls', secret: { secretName: 'tls', defaultMode: 0o400 } },
+        { name: 'data', persistentVolumeClaim: { claimName: 'data' } },
+      ],
+      volumeMounts: [
+        { name: 'cache', mountPath: '/var/cache/nginx' },
+        { name: 'conf', mountPath: '/etc/nginx/conf.d', readOnly: true },
+        { name: 'tls', mountPath: '/etc/tls', readOnly: true },
+        { name: 'data', mountPath: '/data', subPath: 'web' },
+      ],
+    }));
+    expect(podSpecOf(objs).volumes).toEqual([
+      { name: 'cache', emptyDir: { sizeLimit: '64Mi' } },
+      { name: 'conf', configMap: { name: 'nginx-conf', items: [{ key: 'default.conf', path: 'default.conf' }] } },
+      { name: 'tls', secret: { secretName: 'tls', defaultMode: 256 } },
+      { name: 'data', persistentVolumeClaim: { claimName: 'data' } },
+    ]);
+    expect(appContainer(objs).volumeMounts).toEqual([
+      { name: 'cache', mountPath: '/var/cache/nginx' },
+      { name: 'conf', mountPath: '/etc/nginx/conf.d', readOnly: true },
+      { name: 'tls', mountPath: '/etc/tls', readOnly: true },
+      { name: 'data', mountPath: '/data', subPath: 'web' },
+    ]);
+  });
+
+  test('a read-only root filesystem gets a writable /tmp emptyDir unless turned off or /tmp is mounted already; a writable root gets none', () => {
+    const readOnly = { securityContext: { readOnlyRootFilesystem: true } };
+    const objs = synth((ch) => new ContainerApp(ch, 'ro', { image: 'a', port: 80, ...readOnly }));
+    expect(podSpecOf(objs).volumes).toEqual([{ name: 'tmp', emptyDir: {} }]);
+    expect(appContainer(objs).volumeMounts).toEqual([{ name: 'tmp', mountPath: '/tmp' }]);
+    const off = synth((ch) => new ContainerApp(ch, 'ro', { image: 'a', port: 80, ...readOnly, tmpVolume: false }));
+    expect(podSpecOf(off).volumes).toBeUndefined();
+    expect(appContainer(off).volumeMounts).toBeUndefined();
+    const own = synth((ch) => new ContainerApp(ch, 'ro', {
+      image: 'a', port: 80, ...readOnly, volumes: [{ name: 'scratch', emptyDir: { medium: 'Memory' } }], volumeMounts: [{ name: 'scratch', mountPath: '/tmp' }],
+    }));
+    expect(podSpecOf(own).volumes).toEqual([{ name: 'scratch', emptyDir: { medium: 'Memory' } }]);
+    const writable = synth((ch) => new ContainerApp(ch, 'rw', { image: 'a', port: 80 }));
+    expect(podSpecOf(writable).volumes).toBeUndefined();
+  });
+
+  test('imagePullSecrets, serviceAccountName; the token stays unmounted unless asked for', () => {
+    const spec = podSpecOf(synth((ch) => new ContainerApp(ch, 's', { image: 'registry.example.com/a', port: 80, imagePullSecrets: [{ name: 'regcred' }], serviceAccountName: 'web' })));
+    expect(spec.imagePullSecrets).toEqual([{ name: 'regcred' }]);
+    expect(spec.serviceAccountName).toBe('web');
+    expect(spec.automountServiceAccountToken).toBe(false);
+    expect(podSpecOf(synth((ch) => new ContainerApp(ch, 's', { image: 'a', port: 80, automountServiceAccountToken: true }))).automountServiceAccountToken).toBe(true);
+  });
+
+  test('serviceType ClusterIP renders a Service without a NodePort; NodePort stays the default', () => {
+    const s = serviceOf(synth((ch) => new ContainerApp(ch, 'c', { ...BASE, serviceType: ServiceType.CLUSTER_IP })));
+    expect(s.spec.type).toBe('ClusterIP');
+    expect(s.spec.ports).toEqual([{ name: 'http', port: 5000, targetPort: 5000 }]);
+    expect(serviceOf(synth((ch) => new ContainerApp(ch, 'c', BASE))).spec.type).toBe('NodePort');
+  });
+
+  test('a PodDisruptionBudget and a NetworkPolicy select exactly the app\'s pods', () => {
+    const objs = synth((ch) => new ContainerApp(ch, 'p', {
+      ...BASE, namespace: 'shop',
+      podDisruptionBudget: { minAvailable: '50%' },
+      networkPolicy: { from: [{ podSelector: { matchLabels: { role: 'frontend' } } }, { namespaceSelector: { matchLabels: { team: 'ops' } }, podSelector: {} }, { ipBlock: { cidr: '10.0.0.0/16', except: ['10.0.5.0/24'] } }] },
+    }));
+    const pdb = byKind(objs, 'PodDisruptionBudget')[0]!;
+    expect(pdb.metadata).toMatchObject({ name: 'example-echoflask-pdb', namespace: 'shop', labels: SELECTOR });
+    expect(pdb.spec).toEqual({ selector: { matchLabels: SELECTOR }, minAvailable: '50%' });
+    const np = byKind(objs, 'NetworkPolicy')[0]!;
+    expect(np.metadata).toMatchObject({ name: 'example-echoflask-ingress', namespace: 'shop' });
+    expect(np.spec).toEqual({
+      podSelector: { matchLabels: SELECTOR },
+      policyTypes: ['Ingress'],
+      ingress: [{
+        from: [
+          { podSelector: { matchLabels: { role: 'frontend' } } },
+          { podSelector: { matchLabels: {} }, namespaceSelector: { matchLabels: { team: 'ops' } } },
+          { ipBlock: { cidr: '10.0.0.0/16', except: ['10.0.5.0/24'] } },
+        ],
+        ports: [{ protocol: 'TCP', port: 5000 }],
+      }],
+    });
+    const defaults = synth((ch) => new ContainerApp(ch, 'p', { ...BASE, podDisruptionBudget: {}, networkPolicy: { from: [] } }));
+    expect(byKind(defaults, 'PodDisruptionBudget')[0]!.spec).toEqual({ selector: { matchLabels: SELECTOR }, maxUnavailable: 1 });
+    expect(byKind(defaults, 'NetworkPolicy')[0]!.spec.ingress).toEqual([]);
+    expect(synth((ch) => new ContainerApp(ch, 'p', BASE)).map((o) => o.kind)).toEqual(['Deployment', 'Service']);
+  });
+
+  test.each<[string, Partial<ContainerAppProps>, RegExp]>([
+    ['value and valueFrom', { env: [{ name: 'A', value: 'x', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }] }, /env A has both value and valueFrom; give one/],
+    ['two sources', { env: [{ name: 'A', valueFrom: { fieldRef: { fieldPath: 'x' }, secretKeyRef: { name: 's', key: 'k' } } }] }, /env A.valueFrom needs exactly one of configMapKeyRef, secretKeyRef or fieldRef/],
+    ['a name twice', { env: [{ name: 'A', value: '1' }, { name: 'A', value: '2' }] }, /env lists A twice/],
+    ['envFrom without a source', { envFrom: [{ prefix: 'X_' }] }, /envFrom\[0\] needs exactly one of configMapRef or secretRef/],
+    ['a probe with two handlers', { readinessProbe: { httpGet: {}, tcpSocket: {} } }, /readinessProbe needs exactly one of httpGet, tcpSocket or exec/],
+    ['a probe with none', { livenessProbe: { periodSeconds: 5 } }, /livenessProbe needs exactly one/],
+    ['a liveness successThreshold', { livenessProbe: { tcpSocket: {}, successThreshold: 2 } }, /livenessProbe.successThreshold must be 1/],
+    ['a negative delay', { readinessProbe: { tcpSocket: {}, initialDelaySeconds: -1 } }, /readinessProbe.initialDelaySeconds -1 is not an integer of at least 0/],
+    ['a relative http path', { readinessProbe: { httpGet: { path: 'health' } } }, /readinessProbe.httpGet.path "health" must start with "\/"/],
+    ['a mount of a missing volume', { volumeMounts: [{ name: 'nope', mountPath: '/x' }] }, /volumeMount \/x names the volume "nope", which volumes does not list/],
+    ['a relative mount path', { volumes: [{ name: 'v', emptyDir: {} }], volumeMounts: [{ name: 'v', mountPath: 'x' }] }, /mountPath "x" is not an absolute path/],
+    ['a volume without a source', { volumes: [{ name: 'v' }] }, /volume v needs exactly one of emptyDir, configMap, secret or persistentVolumeClaim \(hostPath is not offered\)/],
+    ['a volume named tmp under a read-only root', { securityContext: { readOnlyRootFilesystem: true }, volumes: [{ name: 'tmp', emptyDir: {} }] }, /volume name "tmp" is taken by the writable \/tmp/],
+    ['nodePort with ClusterIP', { serviceType: ServiceType.CLUSTER_IP, nodePort: 30080 }, /nodePort is set but serviceType is ClusterIP/],
+    ['both budgets', { podDisruptionBudget: { minAvailable: '1', maxUnavailable: '1' } }, /podDisruptionBudget has both minAvailable and maxUnavailable/],
+    ['a budget that is no number', { podDisruptionBudget: { maxUnavailable: 'half' } }, /podDisruptionBudget.maxUnavailable "half" is neither a number/],
+    ['an empty peer', { networkPolicy: { from: [{}] } }, /networkPolicy.from\[0\] needs podSelector and\/or namespaceSelector, or ipBlock alone/],
+  ])('refuses %s with a message naming the construct and the fix', (_what, bad, message) => {
+    expect(() => synth((ch) => new ContainerApp(ch, 'broken', { ...BASE, ...bad }))).toThrow(message);
+    expect(() => synth((ch) => new ContainerApp(ch, 'broken', { ...BASE, ...bad }))).toThrow(/ContainerApp .*broken/);
   });
 });

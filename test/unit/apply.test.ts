@@ -1,6 +1,6 @@
 import { describe, expect, test } from '@jest/globals';
-import { appliedFieldsOf, drift, firstReleased, isSubset } from '../../operator/apply.js';
-import { withOwnManagedFields } from '../../operator/cache.js';
+import { appliedFieldsOf, drift, firstReleased, isSubset } from '../../operator/controller/apply.js';
+import { withOwnManagedFields } from '../../operator/runtime/cache.js';
 
 const desired = {
   apiVersion: 'v1', kind: 'Service', metadata: { name: 's', labels: { a: '1' } },

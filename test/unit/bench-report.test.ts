@@ -1,6 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { AuditEvent } from '../../tools/controlplane/audit.js';
-import { BenchRun, median, mediansOf, repetitionOf, table, writesPerApp } from '../../bench/report.js';
+import { BenchResults, BenchRun, median, mediansOf, REPORT_END, REPORT_START, repetitionOf, table, writesPerApp } from '../../bench/report.js';
 
 /** A bench run of N=1000 whose operator took `scale` times the floor's 20 s to scale. */
 function run(date: string, scale: number, apiserverCpu: number): BenchRun {
@@ -20,6 +22,17 @@ function run(date: string, scale: number, apiserverCpu: number): BenchRun {
 }
 
 describe('bench report', () => {
+  it('docs/benchmark.md holds the tables bench/results.json gives, between the markers the bench rewrites', () => {
+    const root = join(import.meta.dirname, '..', '..');
+    const doc = readFileSync(join(root, 'docs', 'benchmark.md'), 'utf8');
+    const results = JSON.parse(readFileSync(join(root, 'bench', 'results.json'), 'utf8')) as BenchResults;
+    const start = doc.indexOf(REPORT_START);
+    const end = doc.indexOf(REPORT_END);
+    expect(start).toBeGreaterThan(0);
+    expect(end).toBeGreaterThan(start);
+    expect(doc.slice(start + REPORT_START.length, end)).toBe(`\n${table(results)}\n`);
+  });
+
   it('takes the middle value, or the mean of the two middle ones', () => {
     expect(median([1.5, 1.1, 1.3])).toBe(1.3);
     expect(median([1.4, 1.1, 1.2, 1.3])).toBe(1.25);

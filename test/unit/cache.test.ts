@@ -1,9 +1,11 @@
 import { describe, expect, it } from '@jest/globals';
 import { V1Deployment, V1Pod, V1Service } from '@kubernetes/client-node';
-import { childNameIndex, childNameKey, deploymentChanged, freedNodePorts, instanceIndex, nodePortIndex, ownerIndex, podChanged, podSummary, withoutManagedFields } from '../../operator/cache.js';
-import { SAMPLE_KIND } from '../../operator/config.js';
-import { render } from '../../operator/render.js';
-import { RenderCache } from '../../operator/render-cache.js';
+import { ownerIndex, withoutManagedFields } from '../../operator/runtime/cache.js';
+import { childNameIndex, deploymentChanged, freedNodePorts, nodePortIndex, podChanged, podSummary } from '../../operator/controller/indexes.js';
+import { refKey } from '../../operator/runtime/ref.js';
+import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { render } from '../../operator/kinds/render.js';
+import { RenderCache } from '../../operator/controller/render-cache.js';
 
 const pod: V1Pod = {
   apiVersion: 'v1',
@@ -26,7 +28,7 @@ describe('cache trims and indexes', () => {
       metadata: { name: 'a-deployment-1', namespace: 'ns', uid: 'u1', resourceVersion: '7', labels: { 'app.kubernetes.io/instance': 'a' }, ownerReferences: pod.metadata!.ownerReferences },
       status: { conditions: [{ type: 'Ready', status: 'True' }] },
     });
-    expect(instanceIndex(s)).toEqual(['ns/a']);
+    expect(ownerIndex(s)).toEqual(['rs1']);
   });
 
   it('sees a pod change only when readiness, deletion or labels change', () => {
@@ -101,7 +103,7 @@ describe('NodePorts a Service gives up', () => {
 describe('child names a foreign object can take', () => {
   it('index CRs by the names render() gives their Deployment and Service', () => {
     const cr = { apiVersion: 'x/v1', kind: SAMPLE_KIND.kind, metadata: { name: 'web', namespace: 'ns' }, spec: { size: 1 } };
-    const names = render(SAMPLE_KIND, cr).map((o) => childNameKey(o.kind, 'ns', o.metadata.name)).sort();
+    const names = render(SAMPLE_KIND, cr).map((o) => refKey({ kind: o.kind, namespace: 'ns', name: o.metadata.name })).sort();
     expect(childNameIndex(cr).sort()).toEqual(names);
     expect(names).toEqual(['Deployment/ns/web-deployment', 'Service/ns/web-svc']);
     expect(childNameIndex({})).toEqual([]);
@@ -120,7 +122,7 @@ describe('RenderCache', () => {
     const scaled = cache.render(SAMPLE_KIND, cr(3));
     expect(scaled).not.toBe(first);
     expect(scaled.find((o) => o.kind === 'Deployment')).toMatchObject({ spec: { replicas: 3 } });
-    cache.forget(SAMPLE_KIND.kind, 'ns', 'a');
+    cache.forget({ kind: SAMPLE_KIND.kind, namespace: 'ns', name: 'a' });
     expect(cache.size).toBe(0);
   });
 });

@@ -2,7 +2,7 @@ import { describe, expect, test } from '@jest/globals';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, kindFromEnv, kindsFromFile, loadAppKinds, SAMPLE_KIND } from '../../operator/config.js';
+import { ConfigError, kindFromEnv, kindsFromFile, loadAppKinds, SAMPLE_KIND } from '../../operator/kinds/config.js';
 
 const WALKTHROUGH = { IMAGENAME: 'takeyan/flask:0.0.3', CLUSTERPORT: '5000', APPNAME: 'echoflask', VERSION: 'v1alpha1', GROUPNAME: 'swallowlab', CRKIND: 'EchoFlask' };
 const TAKARA = { IMAGENAME: 'memcached:1.6-alpine', CLUSTERPORT: '11211', APPNAME: 'takara', VERSION: 'v1alpha1', GROUPNAME: 'maho.takara.org', CRKIND: 'Takara' };
@@ -36,6 +36,16 @@ describe('kind configuration', () => {
     [{ ALLOWED_IMAGES: "x'y" }, /ALLOWED_IMAGES has the pattern "x'y" has characters an image reference cannot have/],
   ])('a bad image pattern names the variable: %j', (extra, message) => {
     expect(() => kindFromEnv({ ...WALKTHROUGH, ...extra })).toThrow(message);
+  });
+
+  test('short names come from SHORTNAMES (comma-separated) or shortNames in a file; bad or shared ones are refused', () => {
+    expect(kindFromEnv({ ...WALKTHROUGH, SHORTNAMES: 'ef, echo' })?.shortNames).toEqual(['ef', 'echo']);
+    expect(kindFromEnv(WALKTHROUGH)).not.toHaveProperty('shortNames');
+    const file = writeTemp('kinds.yaml', 'kinds:\n  - {group: a.example.com, version: v1, kind: AppOne, image: "a:1", port: 80, shortNames: []}\n');
+    expect(kindsFromFile(file)[0]!.shortNames).toEqual([]);
+    expect(() => kindFromEnv({ ...WALKTHROUGH, SHORTNAMES: 'Ef' })).toThrow(/environment: SHORTNAMES has "Ef", not a lower-case DNS-1035 label/);
+    const twice = writeTemp('kinds.yaml', 'kinds:\n  - {group: a.example.com, version: v1, kind: AppOne, image: "a:1", port: 80}\n  - {group: a.example.com, version: v1, kind: AnotherOne, image: "a:1", port: 80, shortNames: [aone]}\n  - {group: a.example.com, version: v1, kind: AllOut, image: "a:1", port: 80}\n');
+    expect(() => kindsFromFile(twice)).toThrow(/kinds AppOne and AllOut both have the short name "ao"; give one of them other shortNames/);
   });
 
   test('allowedImages that is not a list of strings is refused', () => {
@@ -101,5 +111,60 @@ describe('kind configuration', () => {
     expect(() => kindsFromFile(writeTemp('empty.yaml', 'kinds: []\n'))).toThrow(/no kinds/);
     expect(() => kindsFromFile('/nonexistent/appkinds.yaml')).toThrow(/APPKIND_CONFIG: cannot read \/nonexistent\/appkinds.yaml/);
     expect(() => loadAppKinds({ APPKIND_KINDS: '{not json' })).toThrow(/APPKIND_KINDS: not valid JSON/);
+  });
+
+  test('a setting the operator does not know is refused with the key and the file, never dropped', () => {
+    const file = writeTemp('typo.yaml', 'kinds:\n  - {group: a.example.com, version: v1, kind: A, image: "a:1", port: 80, argz: ["-v"]}\n');
+    expect(() => kindsFromFile(file)).toThrow(ConfigError);
+    expect(() => kindsFromFile(file)).toThrow(/typo\.yaml kinds\[0\]: "argz" is not a known setting; remove it or use one of: group, version, kind/);
+    const nested = writeTemp('nested.yaml', 'kinds:\n  - group: a.example.com\n    version: v1\n    kind: A\n    image: "a:1"\n    port: 80\n    env: [{name: DB, valueFrom: {secretKeyRf: {name: db, key: url}}}]\n');
+    expect(() => kindsFromFile(nested)).toThrow(/nested\.yaml kinds\[0\]: env\[0\]\.valueFrom\.secretKeyRf is not a known setting; remove it, or use one of: configMapKeyRef, secretKeyRef, fieldRef/);
+    expect(() => loadAppKinds({ APPKIND_KINDS: JSON.stringify([{ group: 'a.example.com', version: 'v1', kind: 'A', image: 'a', port: 80, hostPath: '/' }]) }))
+      .toThrow(/APPKIND_KINDS kinds\[0\]: "hostPath" is not a known setting/);
+    expect(() => loadAppKinds({ APPKIND_KINDS: '[["not", "a", "mapping"]]' })).toThrow(/APPKIND_KINDS kinds\[0\]: a kind must be a mapping/);
+  });
+
+  test.each([
+    ['args: "-m 64"', /kinds\[0\]: args must be array/],
+    ['resources: {limits: {memory: 1}}', /kinds\[0\]: resources\.limits\.memory must be string; quote the value/],
+    ['resources: {limits: {cpu: "lots"}}', /resources\.limits\.cpu does not match .*; give a Kubernetes quantity such as 500m or 128Mi/],
+    ['volumes: [{name: data, hostPath: {path: /var}}]', /volumes\[0\]\.hostPath is not a known setting; remove it, or use one of: name, emptyDir, configMap, secret, persistentVolumeClaim/],
+    ['volumeMounts: [{name: data}]', /volumeMounts\[0\] lacks mountPath; add it/],
+    ['serviceType: LoadBalancer', /serviceType must be one of "NodePort", "ClusterIP"/],
+    ['readinessProbe: {httpGet: {}, tcpSocket: {}}', /kinds\[0\]: readinessProbe needs exactly one of httpGet, tcpSocket or exec/],
+    ['volumeMounts: [{name: cache, mountPath: /cache}]', /volumeMount \/cache names the volume "cache", which volumes does not list; add it to volumes/],
+    ['overrides: {env: {allow: [A]}}', /overrides\.env\.allow is not a known setting; remove it, or use one of: deny/],
+    ['overrides: {env: "yes"}', /overrides\.env must be true, false or an object of the documented fields/],
+    ['overrides: {hostNetwork: true}', /overrides\.hostNetwork is not a known setting; remove it, or use one of: args, env, envFrom, resources, serviceAccountName/],
+  ])('a misshapen setting (%s) names the setting, the file and the fix', (setting, message) => {
+    const file = writeTemp('kinds.yaml', `kinds:\n  - {group: a.example.com, version: v1, kind: A, image: "a:1", port: 80, ${setting}}\n`);
+    expect(() => kindsFromFile(file)).toThrow(ConfigError);
+    expect(() => kindsFromFile(file)).toThrow(message);
+    expect(() => kindsFromFile(file)).toThrow(/kinds\.yaml kinds\[0\]/);
+  });
+
+  test('the real apps\' settings pass through; overrides written as true become {}', () => {
+    const file = writeTemp('kinds.yaml', [
+      'kinds:',
+      '  - group: a.example.com', '    version: v1', '    kind: A', '    image: "a:1"', '    port: 80',
+      '    args: ["-m", "64"]',
+      '    env: [{name: DB, valueFrom: {secretKeyRef: {name: db, key: url}}}]',
+      '    readinessProbe: {httpGet: {path: /healthz}}',
+      '    overrides: {env: true, resources: true, args: false}',
+    ].join('\n'));
+    expect(kindsFromFile(file)[0]).toMatchObject({
+      args: ['-m', '64'],
+      env: [{ name: 'DB', valueFrom: { secretKeyRef: { name: 'db', key: 'url' } } }],
+      readinessProbe: { httpGet: { path: '/healthz' } },
+      overrides: { env: {}, resources: {} },
+    });
+    expect(kindsFromFile(file)[0]!.overrides).not.toHaveProperty('args');
+  });
+
+  test('KIND_SETTINGS gives the six-variable kind every other setting, with the same checks', () => {
+    expect(kindFromEnv({ ...TAKARA, KIND_SETTINGS: '{args: ["-m", "64"], overrides: {args: true}}' })).toMatchObject({ args: ['-m', '64'], overrides: { args: true } });
+    expect(() => kindFromEnv({ ...TAKARA, KIND_SETTINGS: '{argz: []}' })).toThrow(/environment: "argz" is not a known setting/);
+    expect(() => kindFromEnv({ ...TAKARA, KIND_SETTINGS: '{image: "x"}' })).toThrow(/KIND_SETTINGS sets image, which have variables of their own/);
+    expect(() => kindFromEnv({ ...TAKARA, KIND_SETTINGS: '[1]' })).toThrow(/KIND_SETTINGS must be a mapping/);
   });
 });

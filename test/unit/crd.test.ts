@@ -3,14 +3,15 @@ import { Testing } from 'cdk8s';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AppKindCrd, type AppKind } from 'cdk8s-appkind';
-import { kindsFromFile, SAMPLE_KIND } from '../../operator/config.js';
-import { crdFileName, crdYaml } from '../../operator/crd-yaml.js';
+import { kindsFromFile, SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { crdFileName, crdYaml } from '../../operator/kinds/crd-yaml.js';
+import { Reason } from '../../operator/controller/status.js';
 
 type Schema = { type?: string; properties?: Record<string, Schema>; items?: Schema; minimum?: number; maximum?: number; minLength?: number; default?: unknown; [k: string]: unknown };
 type Version = {
   name: string; schema: { openAPIV3Schema: Schema };
   subresources: { status: object; scale: Record<string, string> };
-  additionalPrinterColumns: { name: string; jsonPath: string; type: string }[];
+  additionalPrinterColumns: { name: string; jsonPath: string; type: string; priority?: number }[];
 };
 type Crd = { kind: string; metadata: { name: string }; spec: { group: string; scope: string; names: Record<string, unknown>; versions: Version[] } };
 
@@ -87,10 +88,24 @@ describe('AppKindCrd', () => {
     expect(version.subresources.scale).toEqual({ specReplicasPath: '.spec.size', statusReplicasPath: '.status.replicas', labelSelectorPath: '.status.selector' });
   });
 
-  test('has the printer columns Size, Ready, NodePort, Age', () => {
-    expect(version.additionalPrinterColumns.map((c) => [c.name, c.jsonPath])).toEqual([
-      ['Size', '.spec.size'], ['Ready', '.status.readyReplicas'], ['NodePort', '.status.nodePort'], ['Age', '.metadata.creationTimestamp'],
+  test('has the printer columns Size, Ready (the condition), Pods, NodePort, Age, and Image with -o wide', () => {
+    expect(version.additionalPrinterColumns.map((c) => [c.name, c.jsonPath, c.type, c.priority ?? 0])).toEqual([
+      ['Size', '.spec.size', 'integer', 0],
+      ['Ready', '.status.conditions[?(@.type=="Ready")].status', 'string', 0],
+      ['Pods', '.status.readyReplicas', 'integer', 0],
+      ['NodePort', '.status.nodePort', 'integer', 0],
+      ['Age', '.metadata.creationTimestamp', 'date', 0],
+      ['Image', '.spec.image', 'string', 1],
     ]);
+  });
+
+  test('has short names: the initials of a kind of two or more words, none for one word, or those the kind sets', () => {
+    expect(crd.spec.names.shortNames).toEqual(['ef']);
+    expect(crdOf({ ...SAMPLE_KIND, kind: 'MyDatabaseApp' }).spec.names.shortNames).toEqual(['mda']);
+    expect(crdOf({ ...SAMPLE_KIND, kind: 'Takara' }).spec.names).not.toHaveProperty('shortNames');
+    expect(crdOf({ ...SAMPLE_KIND, shortNames: ['echo', 'eflask'] }).spec.names.shortNames).toEqual(['echo', 'eflask']);
+    expect(crdOf({ ...SAMPLE_KIND, shortNames: [] }).spec.names).not.toHaveProperty('shortNames');
+    expect(crd.spec.names.categories).toEqual(['appkind']);
   });
 
   test('has the status schema the reconciler writes', () => {
@@ -98,6 +113,27 @@ describe('AppKindCrd', () => {
     expect(status.nodes).toMatchObject({ type: 'array', items: { type: 'string' } });
     expect(status.conditions).toMatchObject({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'] });
     expect(Object.keys(status.conditions!.items!.properties!).sort()).toEqual(['lastTransitionTime', 'message', 'observedGeneration', 'reason', 'status', 'type']);
+  });
+
+  test('conditions have the schema of metav1.Condition: its required fields, bounds, patterns and enum', () => {
+    const condition = status.conditions!.items!;
+    const fields = condition.properties!;
+    expect(condition.required).toEqual(['lastTransitionTime', 'message', 'reason', 'status', 'type']);
+    expect(fields.lastTransitionTime).toMatchObject({ type: 'string', format: 'date-time' });
+    expect(fields.message).toMatchObject({ type: 'string', maxLength: 32768 });
+    expect(fields.observedGeneration).toMatchObject({ type: 'integer', format: 'int64', minimum: 0 });
+    expect(fields.reason).toMatchObject({ type: 'string', minLength: 1, maxLength: 1024, pattern: '^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$' });
+    expect(fields.status).toMatchObject({ type: 'string', enum: ['True', 'False', 'Unknown'] });
+    expect(fields.type).toMatchObject({ type: 'string', maxLength: 316 });
+    const type = new RegExp(fields.type!.pattern as string);
+    for (const ok of ['Ready', 'Progressing', 'Degraded', 'example.com/Ready']) expect(type.test(ok)).toBe(true);
+    for (const bad of ['', 'Not Ready', '-Ready', 'Example.com/Ready']) expect(type.test(bad)).toBe(false);
+    // Every reason the operator writes itself fits the pattern (others come from Kubernetes, which uses the same).
+    const reason = new RegExp(fields.reason!.pattern as string);
+    for (const r of [...Object.values(Reason), 'ApplyFailed', 'ImageNotAllowed', 'InvalidSpec', 'NameConflict', 'PruneFailed', 'ReadFailed', 'StatusUpdateFailed', 'ReplicaFailure', 'FailedCreate']) {
+      expect(reason.test(r)).toBe(true);
+    }
+    expect(reason.test('Apply failed')).toBe(false);
   });
 
   test('the YAML checked in under crd/ is what the construct generates (run `npm run crd` when this fails)', () => {

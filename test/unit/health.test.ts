@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { startHttpServer, startProbeServers } from '../../operator/health.js';
-import { OperatorMetrics } from '../../operator/metrics.js';
+import { startHttpServer, startProbeServers } from '../../operator/runtime/health.js';
+import { OperatorMetrics } from '../../operator/runtime/metrics.js';
 
 const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {

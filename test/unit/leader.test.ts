@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { heldByOther } from '../../operator/leader.js';
+import { heldByOther } from '../../operator/runtime/leader.js';
 
 describe('heldByOther', () => {
   const now = Date.parse('2025-01-01T00:00:10Z');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { createLogger } from '../../operator/log.js';
+import { createLogger } from '../../operator/runtime/log.js';
 
 function capture(level: 'debug' | 'info' | 'warn' | 'error') {
   const lines: string[] = [];

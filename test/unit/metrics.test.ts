@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { OperatorMetrics, queueHooks } from '../../operator/metrics.js';
-import { WorkQueue } from '../../operator/queue.js';
+import { OperatorMetrics, queueHooks } from '../../operator/runtime/metrics.js';
+import { WorkQueue } from '../../operator/runtime/queue.js';
 
 describe('OperatorMetrics', () => {
   it('exposes controller-runtime style names with their labels', async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { backoffDelay, QueueHooks, TokenBucket, WorkQueue } from '../../operator/queue.js';
-import { ThrottledError } from '../../operator/throttle.js';
+import { backoffDelay, QueueHooks, TokenBucket, WorkQueue } from '../../operator/runtime/queue.js';
+import { ThrottledError } from '../../operator/runtime/throttle.js';
 
 /** A promise the test resolves by hand, to hold a handler in flight for as long as it wants. */
 function deferred(): { promise: Promise<void>; resolve: () => void } {

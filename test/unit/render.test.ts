@@ -2,8 +2,8 @@ import { describe, expect, test } from '@jest/globals';
 import { Testing } from 'cdk8s';
 import { EchoFlask } from '../../imports/swallowlab.com.js';
 import { Takara } from '../../imports/maho.takara.org.js';
-import { SAMPLE_KIND } from '../../operator/config.js';
-import { render, type AppResource } from '../../operator/render.js';
+import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { render, type AppResource } from '../../operator/kinds/render.js';
 import { sampleResource } from '../../sample.js';
 
 const cr = (spec: AppResource['spec'], namespace = 'default'): AppResource => ({
@@ -36,6 +36,28 @@ describe('render', () => {
       runAsNonRoot: true, runAsUser: 1000, readOnlyRootFilesystem: true, privileged: false, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] },
     });
     expect(deployment!.spec.template.spec.securityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
+  });
+
+  test('a CR sets args, env, envFrom, resources and serviceAccountName only where the kind allows; the rest comes from the kind', () => {
+    const base = { ...SAMPLE_KIND, args: ['--kind'], env: [{ name: 'A', value: 'kind' }, { name: 'B', value: 'kind' }], resources: { limits: { cpu: '1', memory: '1Gi' } }, serviceAccountName: 'kind-sa' };
+    const spec = {
+      args: ['--cr'], env: [{ name: 'B', value: 'cr' }, { name: 'C', value: 'cr' }], envFrom: [{ secretRef: { name: 's' } }],
+      resources: { limits: { memory: '2Gi' } }, serviceAccountName: 'cr-sa',
+    };
+    type Pod = { serviceAccountName?: string; containers: { args?: string[]; env?: unknown[]; envFrom?: unknown[]; resources?: unknown }[] };
+    const podOf = (kind: typeof base) => (render(kind, cr(spec))[0] as unknown as { spec: { template: { spec: Pod } } }).spec.template.spec;
+    const closed = podOf(base);
+    expect(closed.containers[0]).toMatchObject({ args: ['--kind'], env: base.env, resources: base.resources });
+    expect(closed.containers[0]!.envFrom).toBeUndefined();
+    expect(closed.serviceAccountName).toBe('kind-sa');
+    const open = podOf({ ...base, overrides: { args: true, env: {}, envFrom: true, resources: {}, serviceAccountName: true } } as typeof base);
+    expect(open.containers[0]).toMatchObject({
+      args: ['--cr'],
+      env: [{ name: 'A', value: 'kind' }, { name: 'B', value: 'cr' }, { name: 'C', value: 'cr' }],
+      envFrom: [{ secretRef: { name: 's' } }],
+      resources: { limits: { cpu: '1', memory: '2Gi' } },
+    });
+    expect(open.serviceAccountName).toBe('cr-sa');
   });
 
   test('a CR without spec gets one pod; a missing namespace stays unset', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { AppStatus, computeStatus, StatusInput } from '../../operator/status.js';
-import { MAX_PROGRESS_INTERVAL_MS, StatusPacer, urgent } from '../../operator/status-pacer.js';
+import { AppStatus, computeStatus, StatusInput } from '../../operator/controller/status.js';
+import { MAX_PROGRESS_INTERVAL_MS, StatusPacer, urgent } from '../../operator/controller/status-pacer.js';
 import { V1Deployment, V1Pod } from '@kubernetes/client-node';
 
 const labels = { 'app.kubernetes.io/name': 'echoflask', 'app.kubernetes.io/instance': 'a', 'app.kubernetes.io/managed-by': 'cdk8s-appkind' };

@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parseAllDocuments } from 'yaml';
-import { kindsFromFile, SAMPLE_KIND } from '../../operator/config.js';
-import { render } from '../../operator/render.js';
+import { kindsFromFile, SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { render } from '../../operator/kinds/render.js';
 import { sampleResource } from '../../sample.js';
 
 const root = join(import.meta.dirname, '..', '..');

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
-import { apiFailure } from '../../operator/kube.js';
-import { ApiError } from '../../operator/rest.js';
-import { isThrottled, MAX_RETRY_AFTER_MS, parseRetryAfter, throttleDelayMs } from '../../operator/throttle.js';
+import { apiFailure } from '../../operator/runtime/kube.js';
+import { ApiError } from '../../operator/runtime/rest.js';
+import { isThrottled, MAX_RETRY_AFTER_MS, parseRetryAfter, throttleDelayMs } from '../../operator/runtime/throttle.js';
 
 const NOW = Date.parse('2026-12-03T10:00:00Z');
 

@@ -1,7 +1,7 @@
 // Applies objects (server-side apply) to the control plane; CRDs first, waiting until they
 // are Established so custom resources in the same batch can follow.
 import { ApiextensionsV1Api, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
-import { RestClient } from '../../operator/rest.js';
+import { RestClient } from 'appkind-operator/runtime';
 import { waitFor } from './readiness.js';
 
 const FIELD_MANAGER = 'appkind-start';

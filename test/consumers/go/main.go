@@ -13,7 +13,8 @@ import (
 	"github.com/cdk8s-team/cdk8s-plus-go/cdk8splus27/v2"
 )
 
-// NewShopChart: a ConfigMap and the echo app reading it.
+// NewShopChart: a ConfigMap and the echo app reading it (env from it and from a Secret, probes, volumes,
+// a ClusterIP Service, a PodDisruptionBudget and a NetworkPolicy).
 func NewShopChart(scope constructs.Construct, id string) cdk8s.Chart {
 	chart := cdk8s.NewChart(scope, jsii.String(id), &cdk8s.ChartProps{Namespace: jsii.String("shop")})
 	settings := cdk8splus27.NewConfigMap(chart, jsii.String("settings"), &cdk8splus27.ConfigMapProps{
@@ -23,14 +24,43 @@ func NewShopChart(scope constructs.Construct, id string) cdk8s.Chart {
 		Image:           jsii.String("takeyan/flask:0.0.3"),
 		Port:            jsii.Number(5000),
 		Replicas:        jsii.Number(2),
-		Env:             &map[string]*string{"SETTINGS": settings.Name()},
+		Args:     jsii.Strings("--workers", "2"),
+		Env: &[]*cdk8sappkind.EnvVar{
+			{Name: jsii.String("SETTINGS"), Value: settings.Name()},
+			{Name: jsii.String("GREETING"), ValueFrom: &cdk8sappkind.EnvVarSource{
+				ConfigMapKeyRef: &cdk8sappkind.ConfigMapKeySelector{Name: settings.Name(), Key: jsii.String("GREETING")}}},
+			{Name: jsii.String("DATABASE_URL"), ValueFrom: &cdk8sappkind.EnvVarSource{
+				SecretKeyRef: &cdk8sappkind.SecretKeySelector{Name: jsii.String("db"), Key: jsii.String("url")}}},
+			{Name: jsii.String("POD_NAME"), ValueFrom: &cdk8sappkind.EnvVarSource{
+				FieldRef: &cdk8sappkind.ObjectFieldSelector{FieldPath: jsii.String("metadata.name")}}},
+		},
+		EnvFrom: &[]*cdk8sappkind.EnvFromSource{{ConfigMapRef: &cdk8sappkind.ConfigMapEnvSource{Name: settings.Name()}}},
+		ReadinessProbe: &cdk8sappkind.Probe{
+			HttpGet: &cdk8sappkind.HttpGetAction{Path: jsii.String("/healthz")}, PeriodSeconds: jsii.Number(5), FailureThreshold: jsii.Number(3)},
+		LivenessProbe: &cdk8sappkind.Probe{TcpSocket: &cdk8sappkind.TcpSocketAction{}},
+		Volumes: &[]*cdk8sappkind.Volume{
+			{Name: jsii.String("cache"), EmptyDir: &cdk8sappkind.EmptyDirVolumeSource{SizeLimit: jsii.String("64Mi")}},
+			{Name: jsii.String("conf"), ConfigMap: &cdk8sappkind.ConfigMapVolumeSource{Name: settings.Name()}},
+		},
+		VolumeMounts: &[]*cdk8sappkind.VolumeMount{
+			{Name: jsii.String("cache"), MountPath: jsii.String("/var/cache/app")},
+			{Name: jsii.String("conf"), MountPath: jsii.String("/etc/app"), ReadOnly: jsii.Bool(true)},
+		},
+		ImagePullSecrets:    &[]*cdk8sappkind.LocalObjectReference{{Name: jsii.String("regcred")}},
+		ServiceAccountName:  jsii.String("echo"),
+		ServiceType:         cdk8sappkind.ServiceType_CLUSTER_IP,
+		PodDisruptionBudget: &cdk8sappkind.PodDisruptionBudgetOptions{MaxUnavailable: jsii.String("1")},
+		NetworkPolicy: &cdk8sappkind.NetworkPolicyOptions{From: &[]*cdk8sappkind.NetworkPolicyPeer{
+			{PodSelector: &cdk8sappkind.LabelSelector{MatchLabels: &map[string]*string{"role": jsii.String("frontend")}}},
+		}},
 		ImagePullPolicy: cdk8sappkind.ImagePullPolicy_ALWAYS,
 		Resources: &cdk8sappkind.ResourceRequirements{
 			Requests: &cdk8sappkind.ResourceList{Cpu: jsii.String("100m"), Memory: jsii.String("64Mi")},
 			Limits:   &cdk8sappkind.ResourceList{Memory: jsii.String("128Mi")},
 		},
-		SecurityContext: &cdk8sappkind.ContainerSecurity{RunAsNonRoot: jsii.Bool(true), RunAsUser: jsii.Number(1000)},
-		Labels:          &map[string]*string{"team": jsii.String("blue")},
+		SecurityContext: &cdk8sappkind.ContainerSecurity{
+			RunAsNonRoot: jsii.Bool(true), RunAsUser: jsii.Number(1000), ReadOnlyRootFilesystem: jsii.Bool(true)},
+		Labels: &map[string]*string{"team": jsii.String("blue")},
 	})
 	return chart
 }

@@ -1,0 +1,252 @@
+// The app-kind operator's wiring: what it watches, how each event maps to the key of the CR it
+// concerns, and what reconciles a key (one statement, in Operator's constructor).
+import { KubeConfig, KubernetesObject, V1Deployment, V1Pod, V1ReplicaSet, V1Service } from '@kubernetes/client-node';
+import { AppKind, AppKindCrd, ContainerApp } from 'cdk8s-appkind';
+import { OWNER_INDEX, ownerIndex, ResourceCache, withOwnManagedFields, withoutManagedFields } from '../runtime/cache.js';
+import { Controller, ControllerBuilder, KeySink, WatchEvent, WatchSource } from '../runtime/controller.js';
+import { EventRecorder } from '../runtime/events.js';
+import { Expectations } from '../runtime/expectations.js';
+import { describeObject } from '../runtime/kube.js';
+import { Logger } from '../runtime/log.js';
+import { OperatorMetrics, queueHooks } from '../runtime/metrics.js';
+import { refKey, refOf } from '../runtime/ref.js';
+import { RestClient } from '../runtime/rest.js';
+import { OperatorSettings } from '../settings.js';
+import {
+  CHILD_NAME_INDEX,
+  childNameIndex,
+  deploymentChanged,
+  freedNodePorts,
+  NODE_PORT_INDEX,
+  nodePortIndex,
+  podChanged,
+  podSummary,
+  replicaSetSummary,
+} from './indexes.js';
+import { CachedResource, CHILD_SELECTOR, controllerOf, Reconciler } from './reconcile.js';
+import { RenderCache } from './render-cache.js';
+import { StatusPacer } from './status-pacer.js';
+
+const DEPLOYMENTS: WatchSource = { apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments' };
+const SERVICES: WatchSource = { apiVersion: 'v1', kind: 'Service', plural: 'services' };
+/** Only our pods: status reads nothing else of pods. */
+const OUR_PODS: WatchSource = { apiVersion: 'v1', kind: 'Pod', plural: 'pods', labelSelector: CHILD_SELECTOR };
+/** Our ReplicaSets: which pods belong to a CR's own Deployment. */
+const OUR_REPLICA_SETS: WatchSource = { apiVersion: 'apps/v1', kind: 'ReplicaSet', plural: 'replicasets', labelSelector: CHILD_SELECTOR };
+
+/** The caches the operator keeps: every kind's CRs (by kind), the children, our pods. */
+interface AppCaches {
+  readonly crs: ReadonlyMap<string, ResourceCache<CachedResource>>;
+  readonly deployments: ResourceCache<V1Deployment>;
+  readonly services: ResourceCache<V1Service>;
+  readonly pods: ResourceCache<V1Pod>;
+  readonly replicaSets: ResourceCache<V1ReplicaSet>;
+}
+
+/** The CRs of a kind. */
+function crsOf(kind: AppKind): WatchSource {
+  return { apiVersion: AppKindCrd.apiVersionOf(kind), kind: kind.kind, plural: kind.plural };
+}
+
+/** The app-kind controller of one process: every configured kind's CRs and their children. */
+export class Operator {
+  /** The one keep-alive client of the process: caches, reconciles, events and leader election share it. */
+  readonly rest: RestClient;
+  private readonly controller: Controller<AppCaches>;
+  private readonly kinds: ReadonlyMap<string, AppKind>;
+
+  constructor(
+    kc: KubeConfig,
+    private readonly settings: OperatorSettings,
+    private readonly log: Logger,
+    metrics: OperatorMetrics,
+  ) {
+    this.kinds = new Map(settings.kinds.map((k) => [k.kind, k]));
+    const onThrottled = (method: string, code: number) => metrics.throttled(method, code);
+    const rest = (this.rest = new RestClient(kc, (verb, code) => metrics.apiRequest(verb, code), { onThrottled }));
+    const expectations = new Expectations();
+    // Children keep our own apply entry of managedFields: what we own, to release what render() stops giving.
+    const children = { transform: withOwnManagedFields(settings.fieldManager), indexers: { [OWNER_INDEX]: ownerIndex } };
+    const watching = { rest, log, namespaces: settings.namespaces, staleMs: settings.watchStaleSeconds * 1000, onThrottled };
+
+    // Deployments and Services: every one in the watched namespaces (as controller-runtime's Owns()
+    // does), so a name the cache lacks does not exist and the first apply needs no read.
+    this.controller = ControllerBuilder.create('appkind', watching)
+      .for<'crs', CachedResource>('crs', settings.kinds.map(crsOf), (keys, e) => keys.add(refKey(refOf(e.source.kind, e.obj))), {
+        transform: withoutManagedFields,
+        indexers: { [NODE_PORT_INDEX]: nodePortIndex, [CHILD_NAME_INDEX]: childNameIndex },
+      })
+      .owns<'deployments', V1Deployment>('deployments', DEPLOYMENTS, (keys, e) => this.onDeployment(keys, e, expectations), children)
+      .owns<'services', V1Service>('services', SERVICES, (keys, e) => this.onService(keys, e, expectations), children)
+      .watches<'pods', V1Pod>('pods', OUR_PODS, (keys, e) => this.onPod(keys, e), {
+        transform: podSummary,
+        indexers: { [OWNER_INDEX]: ownerIndex },
+      })
+      .watches<'replicaSets', V1ReplicaSet>('replicaSets', OUR_REPLICA_SETS, (keys, e) => this.onReplicaSet(keys, e), {
+        transform: replicaSetSummary,
+        indexers: { [OWNER_INDEX]: ownerIndex },
+      })
+      .complete(
+        (caches) => {
+          const reconciler = new Reconciler({
+            kinds: this.kinds,
+            ...caches,
+            expectations,
+            rest,
+            events: new EventRecorder(rest, settings.fieldManager, log),
+            fieldManager: settings.fieldManager,
+            log,
+            renders: new RenderCache(),
+            pacer: new StatusPacer(settings.statusIntervalMs),
+          });
+          return (key) => reconciler.reconcile(key);
+        },
+        // Failing CRs back off up to DEGRADED_RETRY_SECONDS: a cause that ends without an event the
+        // operator sees (a NodePort freed outside the watched namespaces) is noticed at the next retry.
+        { workers: settings.workers, maxDelayMs: settings.degradedRetrySeconds * 1000 },
+        // One queue for all kinds; a key's first segment is its kind, the metrics' controller label.
+        queueHooks(metrics, 'appkind', (key) => key.split('/')[0]!),
+      );
+  }
+
+  /** A Deployment event: its CR, when a change reconcile reads (not each status tick of the controller). */
+  private onDeployment(keys: KeySink, { type, obj, old }: WatchEvent<V1Deployment>, expectations: Expectations): void {
+    expectations.observed('Deployment', obj);
+    if (type !== 'update' || deploymentChanged(old, obj)) this.ownerOf(keys, obj);
+    if (type === 'delete') this.conflictingWith(keys, 'Deployment', obj);
+  }
+
+  /** A Service event: its CR, and the CRs waiting for a NodePort it gave up. */
+  private onService(keys: KeySink, { type, obj, old }: WatchEvent<V1Service>, expectations: Expectations): void {
+    expectations.observed('Service', obj);
+    this.ownerOf(keys, obj);
+    this.waitingFor(keys, freedNodePorts(type, obj, old));
+    if (type === 'delete') this.conflictingWith(keys, 'Service', obj);
+  }
+
+  /** A pod belongs to the CR named by its instance label, of every kind whose app name it carries. */
+  private onPod(keys: KeySink, { type, obj, old }: WatchEvent<V1Pod>): void {
+    if (type === 'update' && !podChanged(old, obj)) return;
+    const labels = obj.metadata?.labels ?? {};
+    const instance = labels[ContainerApp.INSTANCE_LABEL];
+    if (!instance) return;
+    for (const kind of this.kinds.values()) {
+      if (labels[ContainerApp.NAME_LABEL] === kind.appName)
+        keys.add(refKey({ kind: kind.kind, namespace: obj.metadata!.namespace, name: instance }));
+    }
+  }
+
+  /**
+   * A ReplicaSet added: status lists a pod only once its ReplicaSet is known to be the CR's
+   * Deployment's, so pods watched before their ReplicaSet bring their CR back now. Nothing else of a
+   * ReplicaSet enqueues (its status ticks are the Deployment's, watched there).
+   */
+  private onReplicaSet(keys: KeySink, { type, obj }: WatchEvent<V1ReplicaSet>): void {
+    const { pods, deployments } = this.controller.caches;
+    if (type !== 'add' || pods.byIndex(OWNER_INDEX, obj.metadata!.uid!).length === 0) return;
+    const owner = controllerOf(obj);
+    const deployment = owner?.kind === 'Deployment' ? deployments.get(obj.metadata!.namespace, owner.name) : undefined;
+    if (deployment && deployment.metadata?.uid === owner!.uid) this.ownerOf(keys, deployment);
+  }
+
+  private ownerOf(keys: KeySink, obj: KubernetesObject): void {
+    const owner = controllerOf(obj);
+    const kind = owner && this.kinds.get(owner.kind);
+    if (kind && owner.apiVersion === AppKindCrd.apiVersionOf(kind))
+      keys.add(refKey({ kind: kind.kind, namespace: obj.metadata!.namespace, name: owner.name }));
+  }
+
+  /**
+   * A Service gave up NodePorts (deleted, or changed to others): the Degraded CRs asking for one of
+   * them run now instead of at their next backoff retry, which may be a minute away; their backoff
+   * starts again from its base, since the port may be released a moment after the event is watched.
+   */
+  private waitingFor(keys: KeySink, ports: number[]): void {
+    for (const port of ports) {
+      this.retryNow(
+        keys,
+        NODE_PORT_INDEX,
+        String(port),
+        (cr) => !!cr.status?.conditions?.some((c) => c.type === 'Degraded' && c.status === 'True'),
+        'NodePort freed; retrying the CR asking for it',
+        { nodePort: port },
+      );
+    }
+  }
+
+  /**
+   * A Deployment or Service was deleted: a CR whose child takes its name and did not own it was
+   * Degraded NameConflict because of it, and runs now instead of at its next backoff retry, which may
+   * be DEGRADED_RETRY_SECONDS away; its backoff starts again from its base. Its status is not looked
+   * at: a conflict written a moment ago may not be in the cache yet, and a CR that was not blocked
+   * costs one no-op reconcile.
+   */
+  private conflictingWith(keys: KeySink, kind: 'Deployment' | 'Service', obj: KubernetesObject): void {
+    const owner = controllerOf(obj)?.uid;
+    this.retryNow(
+      keys,
+      CHILD_NAME_INDEX,
+      refKey(refOf(kind, obj)),
+      (cr) => cr.metadata.uid !== owner, // its own child: ownerOf did
+      'conflicting object deleted; retrying the CR whose child takes its name',
+      { object: describeObject({ ...obj, kind }) },
+    );
+  }
+
+  /** Retries at once every CR under `value` in the CR caches' `index` that `blocked` picks. */
+  private retryNow(
+    keys: KeySink,
+    index: string,
+    value: string,
+    blocked: (cr: CachedResource) => boolean,
+    msg: string,
+    fields: Record<string, unknown>,
+  ): void {
+    for (const [kind, cache] of this.controller.caches.crs) {
+      for (const cr of cache.byIndex(index, value)) {
+        if (!blocked(cr)) continue;
+        const key = refKey(refOf(kind, cr));
+        this.log.debug(msg, { key, ...fields });
+        keys.retryNow(key);
+      }
+    }
+  }
+
+  /** The work queue (its depth is logged at shutdown). */
+  get queue() {
+    return this.controller.queue;
+  }
+
+  /** Reconciles running right now (what a shutdown waits for). */
+  get inFlight(): number {
+    return this.controller.inFlight;
+  }
+
+  /** Starts every watch; resolves when all caches hold their first list. */
+  async startCaches(): Promise<void> {
+    await this.controller.startCaches();
+    this.log.info('caches synced', {
+      kinds: [...this.kinds.keys()],
+      namespaces: this.settings.namespaces.length ? this.settings.namespaces : 'all',
+    });
+  }
+
+  /** Starts reconciling (on becoming leader, or at once without leader election). */
+  startWorkers(): void {
+    this.log.info('workers started', { workers: this.settings.workers, statusIntervalMs: this.settings.statusIntervalMs });
+    this.controller.startWorkers();
+  }
+
+  /** All caches synced: /readyz passes. */
+  ready(): boolean {
+    return this.controller.ready();
+  }
+
+  /**
+   * Stops taking work, waits for in-flight reconciles up to graceMs, stops the watches. The client
+   * stays open (the lease is released through it); `rest.close()` ends its connections.
+   */
+  stop(graceMs: number): Promise<boolean> {
+    return this.controller.stop(graceMs);
+  }
+}

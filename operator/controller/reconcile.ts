@@ -1,0 +1,307 @@
+import { KubernetesObject, V1Deployment, V1OwnerReference, V1Pod, V1ReplicaSet, V1Service } from '@kubernetes/client-node';
+import { AppKind, ContainerApp } from 'cdk8s-appkind';
+import { AppResource, appPropsFor, KubeObject } from '../kinds/render.js';
+import { appliedFieldsOf, drift as driftOf, firstReleased } from './apply.js';
+import { CacheReader, OWNER_INDEX } from '../runtime/cache.js';
+import { Expectations } from '../runtime/expectations.js';
+import { parseRefKey, refKey, refOf } from '../runtime/ref.js';
+import { EventRecorder } from '../runtime/events.js';
+import { apiFailure, ApiFailure, describeObject } from '../runtime/kube.js';
+import { Logger } from '../runtime/log.js';
+import { imagePolicyFailure } from './policy.js';
+import { HandlerResult } from '../runtime/queue.js';
+import { RenderCache } from './render-cache.js';
+import { isCreateOnlyRefusal, KubeClient } from '../runtime/rest.js';
+import { StatusPacer, urgent } from './status-pacer.js';
+import { throttleDelayMs, ThrottledError } from '../runtime/throttle.js';
+import { AppStatus, computeStatus, podsRefusedEvent, ReconcileFailure, replicaFailureOf, statusEqual } from './status.js';
+
+/** A CR as cached: an app resource with the status we wrote. */
+export type CachedResource = AppResource & KubernetesObject & { status?: Partial<AppStatus> };
+
+/** The label every child carries; the operator's caches of Deployments, Services and pods select on it. */
+export const CHILD_SELECTOR = `${ContainerApp.MANAGED_BY_LABEL}=${ContainerApp.DEFAULT_MANAGED_BY}`;
+
+/** A reconcile that could not converge; the queue retries it with backoff. */
+export class ReconcileError extends Error {
+  constructor(readonly failure: ReconcileFailure) {
+    super(`${failure.reason}: ${failure.message}`);
+  }
+}
+
+export interface ReconcilerDeps {
+  readonly kinds: ReadonlyMap<string, AppKind>;
+  /** Every kind's CRs, by kind. */
+  readonly crs: ReadonlyMap<string, CacheReader<CachedResource>>;
+  readonly deployments: CacheReader<V1Deployment>;
+  readonly services: CacheReader<V1Service>;
+  readonly pods: CacheReader<V1Pod>;
+  /** The app's ReplicaSets, slimmed to their owners: which pods belong to a CR's Deployment. */
+  readonly replicaSets: CacheReader<V1ReplicaSet>;
+  /** Children this process created that the caches may not show yet. */
+  readonly expectations?: Expectations;
+  readonly rest: KubeClient;
+  readonly events: Pick<EventRecorder, 'record'>;
+  readonly fieldManager: string;
+  readonly log: Logger;
+  readonly now?: () => Date;
+  /** render() remembered per CR spec; a fresh one when not given. */
+  readonly renders?: RenderCache;
+  /** Coalesces status writes during a rollout; none (write every change) when not given. */
+  readonly pacer?: StatusPacer;
+}
+
+/** Throws ThrottledError when the server throttled the request: no failure of the CR, only "later". */
+function throwIfThrottled(f: ApiFailure, what: string): void {
+  if (f.retryAfterMs !== undefined)
+    throw new ThrottledError(`${what}: throttled by the API server (HTTP ${f.code}): ${f.message}`, throttleDelayMs(0, f.retryAfterMs));
+}
+
+/** Degraded NameConflict: `obj`'s name is taken by an object `cr` does not control (never adopted or written). */
+function nameConflict(obj: KubeObject, cr: CachedResource): ReconcileFailure {
+  return {
+    reason: 'NameConflict',
+    message: `${describeObject(obj)} already exists and is not owned by ${cr.kind} ${cr.metadata.namespace}/${cr.metadata.name}; delete or rename it, or rename the ${cr.kind}`,
+  };
+}
+
+/** The controller ownerReference of an object, if any. */
+export function controllerOf(obj: KubernetesObject): V1OwnerReference | undefined {
+  return obj.metadata?.ownerReferences?.find((r) => r.controller);
+}
+
+/**
+ * reconcile(key): level-based and idempotent. Reads the CR and its children from the caches,
+ * applies what render() gives when it differs from the live objects, prunes children no longer
+ * rendered, and writes status only when it changed.
+ */
+export class Reconciler {
+  private readonly renders: RenderCache;
+  private readonly expectations: Expectations;
+
+  constructor(private readonly deps: ReconcilerDeps) {
+    this.renders = deps.renders ?? new RenderCache();
+    this.expectations = deps.expectations ?? new Expectations();
+  }
+
+  /** Resolves with a delay when a coalesced status change still waits to be written. */
+  async reconcile(key: string): Promise<HandlerResult> {
+    const ref = parseRefKey(key);
+    const kind = this.deps.kinds.get(ref.kind);
+    const cr = this.deps.crs.get(ref.kind)?.get(ref.namespace, ref.name);
+    if (!kind || !cr || cr.metadata.deletionTimestamp) {
+      // gone: the garbage collector removes the children
+      this.renders.forget(ref);
+      this.deps.pacer?.forget(key);
+      return;
+    }
+    const log = this.deps.log.child({ key });
+
+    // A refused image is never rendered, so nothing is applied or pruned: existing children stay as they were.
+    let failure: ReconcileFailure | undefined = imagePolicyFailure(kind, cr);
+    let desired: KubeObject[] = [];
+    if (!failure) {
+      try {
+        desired = this.renders.render(kind, cr).map((obj) => this.owned(obj, cr));
+      } catch (e) {
+        failure = { reason: 'InvalidSpec', message: (e as Error).message };
+      }
+    }
+    // The children are independent: apply them in parallel, report the first failure in order.
+    // What the API server answered to our applies is newer than the cache (a new Service's NodePort):
+    // status uses it, so a create's first status already carries the NodePort.
+    const fresh = new Map<string, KubernetesObject>();
+    const applied = await Promise.all(desired.map((obj) => this.applyOne(obj, cr, fresh, log)));
+    failure ??= applied.find((f) => f !== undefined);
+    if (!failure) failure = await this.prune(cr, desired, log);
+    // A new failure's Event goes out beside the status that says Degraded, not after it: one round
+    // trip less for every failing CR's first reconcile (record() never throws).
+    const previous = cr.status?.conditions?.find((c) => c.type === 'Degraded');
+    const event =
+      failure && (previous?.status !== 'True' || previous.message !== failure.message)
+        ? this.deps.events.record(cr, 'Warning', failure.reason, failure.message, log)
+        : undefined;
+    let waitMs: number;
+    try {
+      waitMs = await this.writeStatus(key, kind, cr, failure, fresh, log);
+    } finally {
+      await event;
+    }
+    if (failure) throw new ReconcileError(failure);
+    return waitMs > 0 ? { requeueAfterMs: waitMs } : undefined;
+  }
+
+  private owned(obj: KubeObject, cr: CachedResource): KubeObject {
+    const owner: V1OwnerReference = {
+      apiVersion: cr.apiVersion,
+      kind: cr.kind,
+      name: cr.metadata.name,
+      uid: cr.metadata.uid!,
+      controller: true,
+      blockOwnerDeletion: true,
+    };
+    return { ...obj, metadata: { ...obj.metadata, namespace: cr.metadata.namespace, ownerReferences: [owner] } } as KubeObject;
+  }
+
+  private cacheFor(kind: string): CacheReader<KubernetesObject> | undefined {
+    if (kind === 'Deployment') return this.deps.deployments;
+    if (kind === 'Service') return this.deps.services;
+    return undefined;
+  }
+
+  /**
+   * Applies one child unless the live object already holds it. Deployments and Services are cached
+   * namespace-wide (not only ours), so a synced cache that lacks the name means it does not exist:
+   * no read before the first apply.
+   */
+  private async applyOne(
+    obj: KubeObject,
+    cr: CachedResource,
+    fresh: Map<string, KubernetesObject>,
+    log: Logger,
+  ): Promise<ReconcileFailure | undefined> {
+    const cache = this.cacheFor(obj.kind);
+    let live =
+      cache &&
+      this.expectations.resolve(obj.kind, obj.metadata.namespace, obj.metadata.name, cache.get(obj.metadata.namespace, obj.metadata.name));
+    if (!cache) {
+      try {
+        live = await this.deps.rest.get(obj);
+      } catch (e) {
+        const f = apiFailure(e);
+        throwIfThrottled(f, `reading ${describeObject(obj)}`);
+        return { reason: 'ReadFailed', message: `${describeObject(obj)}: ${f.message}` };
+      }
+    }
+    if (live && controllerOf(live)?.uid !== cr.metadata.uid) return nameConflict(obj, cr);
+    // A changed or missing field, or one we own that render() no longer gives (released by the apply).
+    const owned = appliedFieldsOf(live, this.deps.fieldManager);
+    const released = owned && firstReleased(owned, obj);
+    const drift = driftOf(obj, live) ?? (released ? `released ${released}` : undefined);
+    if (!drift) return undefined;
+    try {
+      if (live || !cache) {
+        fresh.set(obj.kind, await this.deps.rest.apply(obj, this.deps.fieldManager));
+        log.info(live ? 'applied drifted object' : 'created object', { object: describeObject(obj), field: live ? drift : undefined });
+        return undefined;
+      }
+      // The cache says it does not exist, but the cache lags: someone else's object created a moment
+      // ago would be adopted and overwritten by a plain apply. Create-only, then.
+      const outcome = await this.createOnly(obj, cr);
+      if ('failure' in outcome) return outcome.failure;
+      fresh.set(obj.kind, outcome.created);
+      this.expectations.expect(obj.kind, outcome.created);
+      log.info('created object', { object: describeObject(obj) });
+      return undefined;
+    } catch (e) {
+      const f = apiFailure(e);
+      throwIfThrottled(f, `applying ${describeObject(obj)}`);
+      log.warn('apply failed', { object: describeObject(obj), code: f.code, error: f.message });
+      return { reason: 'ApplyFailed', message: `${describeObject(obj)}: ${f.message}` };
+    }
+  }
+
+  /**
+   * Applies `obj`, which the cache says does not exist, without touching an object of that name that
+   * does (RestClient.apply's `createOnly`): resolves with the created object, or NameConflict when
+   * one not controlled by `cr` is there. A refusal can also be our own child, created by an earlier
+   * reconcile whose create the cache has not seen yet: read it, and apply as usual when `cr` controls it.
+   */
+  private async createOnly(obj: KubeObject, cr: CachedResource): Promise<{ created: KubernetesObject } | { failure: ReconcileFailure }> {
+    try {
+      return { created: await this.deps.rest.apply(obj, this.deps.fieldManager, { createOnly: true }) };
+    } catch (e) {
+      if (!isCreateOnlyRefusal(e)) throw e;
+    }
+    const existing = await this.deps.rest.get(obj);
+    // Deleted again since: the retry tries anew (only a create-only apply is safe here).
+    if (!existing)
+      return { failure: { reason: 'ApplyFailed', message: `${describeObject(obj)}: created and deleted again by someone else meanwhile` } };
+    if (controllerOf(existing)?.uid !== cr.metadata.uid) return { failure: nameConflict(obj, cr) };
+    return { created: await this.deps.rest.apply(obj, this.deps.fieldManager) };
+  }
+
+  /** Deletes children this CR controls that render() no longer returns. */
+  private async prune(cr: CachedResource, desired: KubeObject[], log: Logger): Promise<ReconcileFailure | undefined> {
+    const keep = new Set(desired.map((o) => refKey(refOf(o.kind, o))));
+    const uid = cr.metadata.uid!;
+    const children = [...this.deps.deployments.byIndex(OWNER_INDEX, uid), ...this.deps.services.byIndex(OWNER_INDEX, uid)].filter(
+      (o) => !keep.has(refKey(refOf(o.kind!, o))),
+    );
+    for (const child of children) {
+      try {
+        await this.deps.rest.delete(child);
+        log.info('pruned object no longer rendered', { object: describeObject(child) });
+      } catch (e) {
+        const f = apiFailure(e);
+        throwIfThrottled(f, `deleting ${describeObject(child)}`);
+        if (f.code !== 404) return { reason: 'PruneFailed', message: `${describeObject(child)}: ${f.message}` };
+      }
+    }
+    return undefined;
+  }
+
+  /**
+   * The pods of `deployment`: those whose controller is a ReplicaSet the Deployment controls, not
+   * any pod carrying the app's labels.
+   */
+  private podsOf(deployment: V1Deployment | undefined): V1Pod[] {
+    const uid = deployment?.metadata?.uid;
+    if (!uid) return [];
+    return this.deps.replicaSets.byIndex(OWNER_INDEX, uid).flatMap((rs) => this.deps.pods.byIndex(OWNER_INDEX, rs.metadata!.uid!));
+  }
+
+  /** Writes status when it changed; returns how long a coalesced change still waits (0: none). */
+  private async writeStatus(
+    key: string,
+    kind: AppKind,
+    cr: CachedResource,
+    failure: ReconcileFailure | undefined,
+    fresh: Map<string, KubernetesObject>,
+    log: Logger,
+  ): Promise<number> {
+    const ns = cr.metadata.namespace!;
+    const props = appPropsFor(kind, cr);
+    const names = ContainerApp.objectNames(props.name!);
+    // Only children this CR controls count: an object of the same name that someone else owns
+    // (Degraded NameConflict) must not lend the CR its replicas or NodePort.
+    const controlled = <T extends KubernetesObject>(obj: T | undefined): T | undefined =>
+      obj && controllerOf(obj)?.uid === cr.metadata.uid ? obj : undefined;
+    const deployment = controlled((fresh.get('Deployment') as V1Deployment | undefined) ?? this.deps.deployments.get(ns, names.deployment));
+    const status = computeStatus({
+      size: props.replicas ?? 1,
+      generation: cr.metadata.generation,
+      // The same labels the construct gives the children.
+      selectorLabels: ContainerApp.selectorLabelsOf(props.name!, props.appName!),
+      deployment,
+      service: controlled((fresh.get('Service') as V1Service | undefined) ?? this.deps.services.get(ns, names.service)),
+      pods: this.podsOf(deployment),
+      failure,
+      previous: cr.status,
+      now: this.deps.now?.() ?? new Date(),
+    });
+    if (statusEqual(cr.status, status)) return 0;
+    const waitMs = this.deps.pacer?.delayMs(key, cr.status, status) ?? 0;
+    if (waitMs > 0) return waitMs;
+    try {
+      // A merge patch keeps fields it does not mention: null removes a NodePort that is gone.
+      await this.deps.rest.patchStatus(cr, { ...status, nodePort: status.nodePort ?? null });
+      this.deps.pacer?.wrote(key, urgent(cr.status, status)); // urgent: also a first status
+      log.info('status updated', {
+        replicas: status.replicas,
+        readyReplicas: status.readyReplicas,
+        nodes: status.nodes.length,
+        nodePort: status.nodePort,
+      });
+      // Pods refused by admission (quota, Pod Security, LimitRange): say so where the CR's author looks.
+      const refused = podsRefusedEvent(cr.status, status, replicaFailureOf(deployment));
+      if (refused) await this.deps.events.record(cr, 'Warning', refused.reason, refused.message, log);
+      return 0;
+    } catch (e) {
+      const f = apiFailure(e);
+      if (f.code === 404) return 0; // deleted meanwhile
+      throwIfThrottled(f, `writing the status of ${cr.kind} ${ns}/${cr.metadata.name}`);
+      throw new ReconcileError({ reason: 'StatusUpdateFailed', message: `${cr.kind} ${ns}/${cr.metadata.name}: ${f.message}` });
+    }
+  }
+}

@@ -1,0 +1,198 @@
+import { V1Deployment, V1Pod, V1Service } from '@kubernetes/client-node';
+
+export type ConditionType = 'Ready' | 'Progressing' | 'Degraded';
+
+export interface Condition {
+  readonly type: ConditionType;
+  readonly status: 'True' | 'False' | 'Unknown';
+  readonly reason: string;
+  readonly message: string;
+  readonly lastTransitionTime: string;
+  readonly observedGeneration?: number;
+}
+
+/** The status an app kind's CR reports. */
+export interface AppStatus {
+  readonly nodes: string[];
+  readonly replicas: number;
+  readonly readyReplicas: number;
+  readonly nodePort?: number;
+  readonly selector: string;
+  readonly observedGeneration?: number;
+  readonly conditions: Condition[];
+}
+
+/** Why the last reconcile failed, if it did. */
+export interface ReconcileFailure {
+  readonly reason: string;
+  readonly message: string;
+}
+
+export interface StatusInput {
+  /** `spec.size` as reconciled. */
+  readonly size: number;
+  readonly generation?: number;
+  readonly selectorLabels: Record<string, string>;
+  readonly deployment?: V1Deployment;
+  readonly service?: V1Service;
+  /** The pods of the CR's own Deployment (owned by ReplicaSets it controls). */
+  readonly pods: V1Pod[];
+  readonly failure?: ReconcileFailure;
+  /** The status the CR has now, for lastTransitionTime. */
+  readonly previous?: Partial<AppStatus>;
+  readonly now: Date;
+}
+
+/** The condition reasons computeStatus sets itself (a failure's or a refusal's reason comes from its source). */
+export const Reason = {
+  AllReplicasReady: 'AllReplicasReady',
+  ReplicasNotReady: 'ReplicasNotReady',
+  DeploymentMissing: 'DeploymentMissing',
+  RolloutComplete: 'RolloutComplete',
+  RollingOut: 'RollingOut',
+  ReconcileSucceeded: 'ReconcileSucceeded',
+} as const;
+
+/** The reasons of an ordinary rollout in progress: any other new reason (a refusal, a failure) is news. */
+export const ROLLOUT_REASONS: ReadonlySet<string> = new Set<string>([
+  Reason.ReplicasNotReady,
+  Reason.DeploymentMissing,
+  Reason.RollingOut,
+  Reason.RolloutComplete,
+]);
+
+/** `k=v,k=v` in key order: the scale subresource's selector. */
+export function selectorString(labels: Record<string, string>): string {
+  return Object.keys(labels)
+    .sort()
+    .map((k) => `${k}=${labels[k]}`)
+    .join(',');
+}
+
+function podIsReady(pod: V1Pod): boolean {
+  return pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+}
+
+/**
+ * Why the Deployment's ReplicaSet cannot create pods (Pod Security admission, a ResourceQuota, a
+ * LimitRange...): the Deployment controller copies the ReplicaSet's `ReplicaFailure` condition, with
+ * the API server's refusal as its message, into the Deployment's status.
+ */
+export function replicaFailureOf(deployment: V1Deployment | undefined): ReconcileFailure | undefined {
+  const c = deployment?.status?.conditions?.find((x) => x.type === 'ReplicaFailure' && x.status === 'True');
+  return c ? { reason: c.reason || 'ReplicaFailure', message: c.message || 'the ReplicaSet cannot create pods' } : undefined;
+}
+
+/**
+ * The Warning Event to record when the pods' refusal is new: the Ready condition now carries a
+ * refusal message that the previous status did not.
+ */
+export function podsRefusedEvent(
+  previous: Partial<AppStatus> | undefined,
+  next: AppStatus,
+  refused: ReconcileFailure | undefined,
+): ReconcileFailure | undefined {
+  const ready = next.conditions.find((c) => c.type === 'Ready');
+  if (!refused || ready?.status === 'True') return undefined;
+  const before = previous?.conditions?.find((c) => c.type === 'Ready');
+  if (before?.reason === refused.reason && before.message.startsWith(refused.message)) return undefined;
+  return refused;
+}
+
+/** Status from the observed children. Pure: the same input gives the same output. */
+export function computeStatus(input: StatusInput): AppStatus {
+  const live = input.pods.filter((p) => !p.metadata?.deletionTimestamp);
+  const nodes = live.map((p) => p.metadata!.name!).sort();
+  const ds = input.deployment?.status;
+  const replicas = ds?.replicas ?? 0;
+  const readyReplicas = ds?.readyReplicas ?? live.filter(podIsReady).length;
+  const generation = input.generation;
+  const rolledOut =
+    !!input.deployment &&
+    (ds?.observedGeneration ?? 0) >= (input.deployment.metadata?.generation ?? 0) &&
+    (ds?.updatedReplicas ?? 0) === input.size &&
+    replicas === input.size;
+  // Never Ready while the current generation is not applied: the pods may be ready, but of an older spec.
+  const ready = rolledOut && readyReplicas >= input.size && !input.failure;
+  const refused = replicaFailureOf(input.deployment);
+
+  const conditions: Omit<Condition, 'lastTransitionTime'>[] = [
+    ready
+      ? { type: 'Ready', status: 'True', reason: Reason.AllReplicasReady, message: `${readyReplicas}/${input.size} pods ready` }
+      : input.failure
+        ? {
+            type: 'Ready',
+            status: 'False',
+            reason: input.failure.reason,
+            message: `generation ${generation ?? '?'} is not applied (see Degraded); ${readyReplicas}/${input.size} pods ready`,
+          }
+        : refused
+          ? {
+              type: 'Ready',
+              status: 'False',
+              reason: refused.reason,
+              message: `${refused.message} (${readyReplicas}/${input.size} pods ready)`,
+            }
+          : {
+              type: 'Ready',
+              status: 'False',
+              reason: input.deployment ? Reason.ReplicasNotReady : Reason.DeploymentMissing,
+              message: `${readyReplicas}/${input.size} pods ready`,
+            },
+    rolledOut
+      ? {
+          type: 'Progressing',
+          status: 'False',
+          reason: Reason.RolloutComplete,
+          message: `Deployment has ${input.size} up-to-date replicas`,
+        }
+      : {
+          type: 'Progressing',
+          status: 'True',
+          reason: Reason.RollingOut,
+          message: `Deployment has ${ds?.updatedReplicas ?? 0}/${input.size} up-to-date replicas`,
+        },
+    input.failure
+      ? { type: 'Degraded', status: 'True', reason: input.failure.reason, message: input.failure.message }
+      : { type: 'Degraded', status: 'False', reason: Reason.ReconcileSucceeded, message: 'Deployment and Service are applied' },
+  ];
+  return {
+    nodes,
+    replicas,
+    readyReplicas,
+    nodePort: input.service?.spec?.ports?.[0]?.nodePort,
+    selector: selectorString(input.selectorLabels),
+    observedGeneration: generation,
+    conditions: conditions.map((c) => withTransitionTime({ ...c, observedGeneration: generation }, input.previous?.conditions, input.now)),
+  };
+}
+
+/** Keeps lastTransitionTime when the condition's status did not change. */
+function withTransitionTime(c: Omit<Condition, 'lastTransitionTime'>, previous: Condition[] | undefined, now: Date): Condition {
+  const before = previous?.find((p) => p.type === c.type);
+  const lastTransitionTime =
+    before && before.status === c.status && before.lastTransitionTime
+      ? before.lastTransitionTime
+      : now.toISOString().replace(/\.\d{3}Z$/, 'Z');
+  return { ...c, lastTransitionTime };
+}
+
+/** True when writing `next` would change nothing the CR shows. */
+export function statusEqual(current: Partial<AppStatus> | undefined, next: AppStatus): boolean {
+  return JSON.stringify(normalize(current ?? {})) === JSON.stringify(normalize(next));
+}
+
+function normalize(status: Partial<AppStatus>): unknown {
+  const sorted = (o: Record<string, unknown>) =>
+    Object.fromEntries(
+      Object.entries(o)
+        .filter(([, v]) => v !== undefined)
+        .sort(([a], [b]) => a.localeCompare(b)),
+    );
+  return {
+    ...sorted(status as Record<string, unknown>),
+    conditions: [...(status.conditions ?? [])]
+      .sort((a, b) => a.type.localeCompare(b.type))
+      .map((c) => sorted(c as unknown as Record<string, unknown>)),
+  };
+}

@@ -1,0 +1,422 @@
+import { readFileSync } from 'node:fs';
+import { Ajv, type ErrorObject } from 'ajv';
+import { parse as parseYaml } from 'yaml';
+import { AppKind, AppKindCrd, AppKindOverrides, ImagePolicy } from 'cdk8s-appkind';
+import { KIND_PROPERTIES, structuredSettingsSchema } from './schema.js';
+import { render } from './render.js';
+
+/** A configuration mistake, with the setting that is wrong and how to fix it in the message. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+/** Environment variables that declare one kind, as in the original walkthrough. */
+export const KIND_VARIABLES = ['GROUPNAME', 'VERSION', 'CRKIND', 'IMAGENAME', 'CLUSTERPORT', 'APPNAME'] as const;
+
+/** The sample kind of the walkthrough, used when nothing is configured. */
+export const SAMPLE_KIND: AppKind = {
+  group: 'swallowlab.com',
+  version: 'v1alpha1',
+  kind: 'EchoFlask',
+  plural: 'echoflasks',
+  image: 'takeyan/flask:0.0.3',
+  port: 5000,
+  appName: 'echoflask',
+};
+
+const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+const DNS_1035_LABEL = /^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$/;
+const KIND = /^[A-Z][A-Za-z0-9]{0,62}$/;
+const VERSION = /^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$/;
+
+type Raw = Partial<Record<keyof AppKind, unknown>>;
+
+/** Settings checked by hand below, with messages of their own; every other setting is checked by the schema. */
+const HAND_CHECKED = [
+  'group',
+  'version',
+  'kind',
+  'plural',
+  'image',
+  'port',
+  'appName',
+  'shortNames',
+  'maxSize',
+  'allowedImages',
+  'runAsNonRoot',
+  'runAsUser',
+  'readOnlyRootFilesystem',
+] as const;
+const STRUCTURED = Object.keys(KIND_PROPERTIES).filter((k) => !(HAND_CHECKED as readonly string[]).includes(k));
+const checkStructured = new Ajv({ allErrors: false, strict: true, verbose: true }).compile(structuredSettingsSchema(STRUCTURED));
+
+/** `/env/0/valueFrom` as `env[0].valueFrom`. */
+function settingPath(pointer: string): string {
+  return pointer
+    .split('/')
+    .slice(1)
+    .map((p) => (/^[0-9]+$/.test(p) ? `[${p}]` : `.${p}`))
+    .join('')
+    .replace(/^\./, '');
+}
+
+/**
+ * The error to report: ajv stops at the first, except inside a oneOf (true, or an object), where each
+ * branch reports; then the object branch's complaint (an unknown key) says more than "must be boolean".
+ */
+function firstError(errors: ErrorObject[]): ErrorObject {
+  if (!errors.some((e) => e.keyword === 'oneOf')) return errors[0]!;
+  return errors.find((e) => e.keyword !== 'type' && e.keyword !== 'oneOf') ?? errors.find((e) => e.keyword === 'oneOf')!;
+}
+
+/** One schema error as a sentence naming the setting and the fix. */
+function schemaMessage(e: ErrorObject): string {
+  const at = settingPath(e.instancePath);
+  const p = e.params as Record<string, unknown>;
+  switch (e.keyword) {
+    case 'additionalProperties': {
+      const allowed = Object.keys((e.parentSchema as { properties?: object } | undefined)?.properties ?? {});
+      return `${at ? `${at}.` : ''}${String(p.additionalProperty)} is not a known setting; remove it, or use one of: ${allowed.join(', ')}`;
+    }
+    case 'required':
+      return `${at || 'the kind'} lacks ${String(p.missingProperty)}; add it`;
+    case 'type':
+      return `${at} must be ${String(p.type)}${p.type === 'string' ? '; quote the value' : ''}`;
+    case 'enum':
+      return `${at} must be one of ${(p.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
+    case 'pattern':
+      return `${at} does not match ${String(p.pattern)}; ${at.endsWith('mountPath') ? 'give an absolute path' : 'give a Kubernetes quantity such as 500m or 128Mi'}`;
+    case 'oneOf':
+      return `${at} must be true, false or an object of the documented fields`;
+    default:
+      return `${at} ${e.message ?? 'is not valid'}`;
+  }
+}
+
+/** The CR fields a kind lets CRs set, with `true` written as `{}` and `false` as absent. */
+function overridesOf(raw: unknown): AppKindOverrides | undefined {
+  if (raw === undefined || raw === null) return undefined;
+  const o = raw as Record<string, unknown>;
+  const flag = (v: unknown) => (v === true ? true : undefined);
+  const object = <T>(v: unknown): T | undefined => (v === true ? ({} as T) : v && typeof v === 'object' ? (v as T) : undefined);
+  const out: AppKindOverrides = {
+    args: flag(o.args),
+    env: object(o.env),
+    envFrom: flag(o.envFrom),
+    resources: object(o.resources),
+    serviceAccountName: flag(o.serviceAccountName),
+  };
+  const set = Object.fromEntries(Object.entries(out).filter(([, v]) => v !== undefined));
+  return Object.keys(set).length > 0 ? (set as AppKindOverrides) : undefined;
+}
+
+/**
+ * Checks one kind and fills in derived fields (plural, appName). `where` names the source of the
+ * settings (e.g. "environment" or "kinds[1] in appkind.yaml") so the message points at it.
+ */
+export function validateAppKind(raw: Raw, where: string, names: Partial<Record<keyof AppKind, string>> = {}): AppKind {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    throw new ConfigError(
+      `${where}: a kind must be a mapping of settings such as {group, version, kind, image, port}, got ${JSON.stringify(raw)}`,
+    );
+  }
+  // A setting the operator does not know would otherwise be dropped without a word.
+  const unknown = Object.keys(raw).filter((k) => !(k in KIND_PROPERTIES) && raw[k as keyof AppKind] !== undefined);
+  if (unknown.length > 0) {
+    throw new ConfigError(
+      `${where}: ${unknown.map((k) => `"${k}"`).join(', ')} ${unknown.length > 1 ? 'are not known settings' : 'is not a known setting'}; remove it or use one of: ${Object.keys(KIND_PROPERTIES).join(', ')}`,
+    );
+  }
+  const label = (field: keyof AppKind) => names[field] ?? field;
+  const fail = (field: keyof AppKind, problem: string, fix: string): never => {
+    throw new ConfigError(`${where}: ${label(field)} ${problem}; ${fix}`);
+  };
+  const str = (field: keyof AppKind, required: boolean): string | undefined => {
+    const v = raw[field];
+    if (v === undefined || v === null || v === '') {
+      if (required) fail(field, 'is not set', `set ${label(field)}`);
+      return undefined;
+    }
+    if (typeof v !== 'string') fail(field, `must be a string, got ${JSON.stringify(v)}`, `quote the value of ${label(field)}`);
+    return v as string;
+  };
+  const int = (field: keyof AppKind, min: number, max: number): number | undefined => {
+    const v = raw[field];
+    if (v === undefined || v === null || v === '') return undefined;
+    const n = typeof v === 'number' ? v : typeof v === 'string' && /^[0-9]+$/.test(v.trim()) ? Number(v) : NaN;
+    if (!Number.isInteger(n) || n < min || n > max) {
+      fail(field, `is ${JSON.stringify(v)}, not an integer from ${min} to ${max}`, `set ${label(field)} to a number in that range`);
+    }
+    return n;
+  };
+
+  const group = str('group', true)!;
+  if (!DNS_SUBDOMAIN.test(group) || !group.includes('.')) {
+    fail(
+      'group',
+      `"${group}" is not a DNS subdomain with a dot (like example.com)`,
+      'use lower-case letters, digits, "-" and "." such as "swallowlab.com"',
+    );
+  }
+  const version = str('version', true)!;
+  if (!VERSION.test(version)) fail('version', `"${version}" is not a Kubernetes API version`, 'use a form like v1, v1alpha1 or v2beta3');
+  const kind = str('kind', true)!;
+  if (!KIND.test(kind))
+    fail('kind', `"${kind}" is not a valid Kind`, 'use UpperCamelCase letters and digits starting with a capital, such as "EchoFlask"');
+  const image = str('image', true)!;
+  if (/\s/.test(image)) fail('image', `"${image}" contains white space`, 'give an image reference such as "nginx:1.27"');
+  const port = int('port', 1, 65535);
+  if (port === undefined) fail('port', 'is not set', `set ${label('port')} to the container port, 1-65535`);
+  const plural = str('plural', false) ?? `${kind.toLowerCase()}s`;
+  if (!DNS_LABEL.test(plural)) fail('plural', `"${plural}" is not a lower-case DNS label`, 'use lower-case letters, digits and "-"');
+  const appName = str('appName', false) ?? kind.toLowerCase();
+  if (!DNS_LABEL.test(appName))
+    fail('appName', `"${appName}" is not a lower-case DNS label`, 'use lower-case letters, digits and "-", such as "echoflask"');
+  const shortNames = shortNameList(raw.shortNames, label('shortNames'), where);
+  const maxSize = int('maxSize', 0, 100_000) ?? AppKindCrd.DEFAULT_MAX_SIZE;
+  const allowedImages = patterns('allowedImages', raw.allowedImages, label, fail);
+  const bool = (field: keyof AppKind): boolean | undefined => {
+    const v = raw[field];
+    if (v === undefined || v === null || v === '') return undefined;
+    if (typeof v === 'boolean') return v;
+    if (typeof v === 'string' && /^(true|false)$/i.test(v.trim())) return v.trim().toLowerCase() === 'true';
+    return fail(field, `is ${JSON.stringify(v)}, not true or false`, `set ${label(field)} to true or false`);
+  };
+  const runAsNonRoot = bool('runAsNonRoot');
+  const readOnlyRootFilesystem = bool('readOnlyRootFilesystem');
+  const runAsUser = int('runAsUser', 0, 2147483647);
+  if (runAsNonRoot && runAsUser === 0)
+    fail('runAsUser', `is 0 (root) while ${label('runAsNonRoot')} is true`, `give ${label('runAsUser')} a non-zero UID or leave it unset`);
+  const structured = Object.fromEntries(STRUCTURED.filter((k) => raw[k as keyof AppKind] != null).map((k) => [k, raw[k as keyof AppKind]]));
+  if (!checkStructured(structured)) throw new ConfigError(`${where}: ${schemaMessage(firstError(checkStructured.errors!))}`);
+  const { overrides: rawOverrides, ...settings } = structured;
+  const overrides = overridesOf(rawOverrides);
+  const appKind: AppKind = {
+    group,
+    version,
+    kind,
+    plural,
+    image,
+    port: port!,
+    appName,
+    maxSize,
+    ...(shortNames !== undefined ? { shortNames } : {}),
+    ...(allowedImages.length > 0 ? { allowedImages } : {}),
+    ...(runAsNonRoot !== undefined ? { runAsNonRoot } : {}),
+    ...(runAsUser !== undefined ? { runAsUser } : {}),
+    ...(readOnlyRootFilesystem !== undefined ? { readOnlyRootFilesystem } : {}),
+    ...settings,
+    ...(overrides ? { overrides } : {}),
+  };
+  // The construct's own checks (one probe handler, mounts of listed volumes...), on a CR that sets nothing.
+  try {
+    render(appKind, { apiVersion: `${group}/${version}`, kind, metadata: { name: 'check' } });
+  } catch (e) {
+    throw new ConfigError(`${where}: ${(e as Error).message.replace(/^ContainerApp \S+: /, '')}`);
+  }
+  return appKind;
+}
+
+/** `kubectl get` short names: a list (config file) or a comma-separated string (environment); undefined: derived. */
+function shortNameList(v: unknown, label: string, where: string): string[] | undefined {
+  if (v === undefined || v === null || v === '') return undefined;
+  const list =
+    typeof v === 'string'
+      ? v
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean)
+      : v;
+  const bad = Array.isArray(list) ? list.find((n) => typeof n !== 'string' || !DNS_1035_LABEL.test(n)) : v;
+  if (bad !== undefined) {
+    throw new ConfigError(
+      `${where}: ${label} has ${JSON.stringify(bad)}, not a lower-case DNS-1035 label; give short names such as "ef" (a list, or comma-separated), or [] for none`,
+    );
+  }
+  return list as string[];
+}
+
+/** Image patterns: a list (config file) or a comma-separated string (environment). */
+function patterns(
+  field: keyof AppKind,
+  v: unknown,
+  label: (field: keyof AppKind) => string,
+  fail: (field: keyof AppKind, problem: string, fix: string) => never,
+): string[] {
+  if (v === undefined || v === null || v === '') return [];
+  const list =
+    typeof v === 'string'
+      ? v
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean)
+      : v;
+  if (!Array.isArray(list) || list.some((p) => typeof p !== 'string')) {
+    fail(
+      field,
+      `must be a list of image patterns, got ${JSON.stringify(v)}`,
+      `write ${label(field)} as a list (or comma-separated) of patterns such as "registry.example.com/*"`,
+    );
+  }
+  for (const p of list as string[]) {
+    const problem = ImagePolicy.problemOf(p);
+    if (problem)
+      fail(
+        field,
+        `has the pattern ${problem}`,
+        'give exact image references or prefixes ending in "*", such as "registry.example.com/*" or "takeyan/flask:*"',
+      );
+  }
+  return list as string[];
+}
+
+/**
+ * The kind declared by the walkthrough's six variables, or undefined when none of them is set.
+ * A GROUPNAME without a dot gets `.com` appended (or `.${DOMAIN}`), as the walkthrough did.
+ */
+export function kindFromEnv(env: NodeJS.ProcessEnv): AppKind | undefined {
+  const set = KIND_VARIABLES.filter((v) => env[v] !== undefined && env[v] !== '');
+  if (set.length === 0) return undefined;
+  const missing = KIND_VARIABLES.filter((v) => !set.includes(v));
+  if (missing.length > 0) {
+    throw new ConfigError(
+      `environment: ${set.join(', ')} set but ${missing.join(', ')} missing; set all six of ${KIND_VARIABLES.join(', ')} (or none, and use APPKIND_CONFIG)`,
+    );
+  }
+  const settings = kindSettingsFromEnv(env.KIND_SETTINGS);
+  const groupName = env.GROUPNAME!;
+  const group = groupName.includes('.') ? groupName : `${groupName}.${env.DOMAIN || 'com'}`;
+  return validateAppKind(
+    {
+      ...settings,
+      group,
+      version: env.VERSION,
+      kind: env.CRKIND,
+      image: env.IMAGENAME,
+      port: env.CLUSTERPORT,
+      appName: env.APPNAME,
+      plural: env.PLURAL,
+      shortNames: env.SHORTNAMES,
+      maxSize: env.MAXSIZE,
+      allowedImages: env.ALLOWED_IMAGES,
+      runAsNonRoot: env.RUN_AS_NON_ROOT,
+      runAsUser: env.RUN_AS_USER,
+      readOnlyRootFilesystem: env.READ_ONLY_ROOT_FILESYSTEM,
+    },
+    'environment',
+    {
+      group: 'GROUPNAME',
+      version: 'VERSION',
+      kind: 'CRKIND',
+      image: 'IMAGENAME',
+      port: 'CLUSTERPORT',
+      appName: 'APPNAME',
+      plural: 'PLURAL',
+      shortNames: 'SHORTNAMES',
+      maxSize: 'MAXSIZE',
+      allowedImages: 'ALLOWED_IMAGES',
+      runAsNonRoot: 'RUN_AS_NON_ROOT',
+      runAsUser: 'RUN_AS_USER',
+      readOnlyRootFilesystem: 'READ_ONLY_ROOT_FILESYSTEM',
+    },
+  );
+}
+
+/**
+ * KIND_SETTINGS: the settings beyond the walkthrough's variables (args, env, probes, volumes, overrides...)
+ * as one YAML or JSON mapping, with the config file's keys.
+ */
+function kindSettingsFromEnv(text: string | undefined): Record<string, unknown> {
+  if (!text) return {};
+  let doc: unknown;
+  try {
+    doc = parseYaml(text);
+  } catch (e) {
+    throw new ConfigError(`environment: KIND_SETTINGS is not valid YAML/JSON (${(e as Error).message})`);
+  }
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) {
+    throw new ConfigError(`environment: KIND_SETTINGS must be a mapping such as '{args: ["-m", "64"]}', got ${JSON.stringify(doc)}`);
+  }
+  const own = Object.keys(doc).filter((k) => (HAND_CHECKED as readonly string[]).includes(k));
+  if (own.length > 0) {
+    throw new ConfigError(`environment: KIND_SETTINGS sets ${own.join(', ')}, which have variables of their own; set those instead`);
+  }
+  return doc as Record<string, unknown>;
+}
+
+/** Kinds listed in a YAML or JSON config file: `kinds: [{group, version, kind, image, port, ...}]`. */
+export function kindsFromFile(path: string): AppKind[] {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (e) {
+    throw new ConfigError(
+      `APPKIND_CONFIG: cannot read ${path} (${(e as Error).message}); point APPKIND_CONFIG at an existing YAML or JSON file`,
+    );
+  }
+  let doc: unknown;
+  try {
+    doc = parseYaml(text);
+  } catch (e) {
+    throw new ConfigError(`${path}: not valid YAML/JSON (${(e as Error).message})`);
+  }
+  return kindsFromDocument(doc, path);
+}
+
+/** Kinds from a parsed config document (file contents or the APPKIND_KINDS JSON). */
+export function kindsFromDocument(doc: unknown, where: string): AppKind[] {
+  const list = Array.isArray(doc) ? doc : (doc as { kinds?: unknown } | null)?.kinds;
+  if (!Array.isArray(list) || list.length === 0) {
+    throw new ConfigError(`${where}: no kinds; write "kinds:" followed by a list of {group, version, kind, image, port}`);
+  }
+  const kinds = list.map((k, i) => validateAppKind((k ?? {}) as Raw, `${where} kinds[${i}]`));
+  const seen = new Set<string>();
+  for (const k of kinds) {
+    const id = `${k.plural}.${k.group}`;
+    if (seen.has(id)) throw new ConfigError(`${where}: kind ${k.kind} (${id}) is listed twice; remove one`);
+    // The operator keys its queue, logs and metrics by Kind, so one process serves each Kind name once.
+    if (seen.has(k.kind)) throw new ConfigError(`${where}: two kinds are named ${k.kind}; give each kind its own name`);
+    seen.add(id).add(k.kind);
+  }
+  // kubectl resolves a short name to one resource; two kinds sharing one would shadow each other.
+  const shortNames = new Map<string, string>();
+  for (const k of kinds) {
+    for (const name of AppKindCrd.shortNamesOf(k)) {
+      const other = shortNames.get(name);
+      if (other)
+        throw new ConfigError(
+          `${where}: kinds ${other} and ${k.kind} both have the short name "${name}"; give one of them other shortNames`,
+        );
+      shortNames.set(name, k.kind);
+    }
+  }
+  return kinds;
+}
+
+/** WATCH_NAMESPACE: comma-separated namespaces; none means all. */
+export function watchNamespaces(env: NodeJS.ProcessEnv): string[] {
+  return (env.WATCH_NAMESPACE ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+}
+
+/**
+ * The configured kinds: APPKIND_CONFIG (a file), else APPKIND_KINDS (JSON, used by the in-cluster
+ * Deployment), else the six walkthrough variables, else the sample kind.
+ */
+export function loadAppKinds(env: NodeJS.ProcessEnv = process.env): AppKind[] {
+  if (env.APPKIND_CONFIG) return kindsFromFile(env.APPKIND_CONFIG);
+  if (env.APPKIND_KINDS) {
+    let doc: unknown;
+    try {
+      doc = JSON.parse(env.APPKIND_KINDS);
+    } catch (e) {
+      throw new ConfigError(`APPKIND_KINDS: not valid JSON (${(e as Error).message})`);
+    }
+    return kindsFromDocument(doc, 'APPKIND_KINDS');
+  }
+  const fromEnv = kindFromEnv(env);
+  return fromEnv ? [fromEnv] : [SAMPLE_KIND];
+}

@@ -1,0 +1,26 @@
+// One key for every object the controller names: a primary resource in the queue, a child by name.
+import { KubernetesObject } from '@kubernetes/client-node';
+
+/** An object of a kind, by namespace (empty or unset for cluster-scoped objects) and name. */
+export interface ObjectRef {
+  readonly kind: string;
+  readonly namespace?: string;
+  readonly name: string;
+}
+
+/** `Kind/namespace/name`: the string form, as queue keys and index values. */
+export function refKey(ref: ObjectRef): string {
+  return `${ref.kind}/${ref.namespace ?? ''}/${ref.name}`;
+}
+
+/** The ref a refKey() names. */
+export function parseRefKey(key: string): ObjectRef {
+  const [kind, namespace, name] = key.split('/');
+  if (!kind || name === undefined) throw new Error(`not an object key: "${key}"`);
+  return { kind, namespace: namespace || undefined, name };
+}
+
+/** The ref of `obj` as an object of `kind` (list items carry no kind of their own). */
+export function refOf(kind: string, obj: KubernetesObject): ObjectRef {
+  return { kind, namespace: obj.metadata?.namespace, name: obj.metadata!.name! };
+}

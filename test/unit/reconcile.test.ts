@@ -1,0 +1,186 @@
+// The reconciler against small in-memory stand-ins of its narrow interfaces (CacheReader, KubeClient,
+// the event recorder): what it sends for a new CR, a converged one, drift, a name conflict and a
+// child no longer rendered. The integration tests run the same code against the real control plane.
+import { beforeEach, describe, expect, test } from '@jest/globals';
+import { KubernetesObject, V1Deployment, V1Pod, V1ReplicaSet, V1Service } from '@kubernetes/client-node';
+import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { render } from '../../operator/kinds/render.js';
+import { CachedResource, Reconciler, ReconcileError } from '../../operator/controller/reconcile.js';
+import { CacheReader, OWNER_INDEX, ownerIndex } from '../../operator/runtime/cache.js';
+import { silentLogger } from '../../operator/runtime/log.js';
+import { KubeClient } from '../../operator/runtime/rest.js';
+import { refKey } from '../../operator/runtime/ref.js';
+
+const MANAGER = 'appkind-operator';
+const NOW = new Date('2026-12-05T08:00:00Z');
+
+/** A cache stand-in: objects by namespace/name, one index function per index name. */
+class MemoryCache<T extends KubernetesObject> implements CacheReader<T> {
+  private readonly objects = new Map<string, T>();
+  constructor(private readonly indexers: Record<string, (o: T) => string[]> = {}) {}
+  put(obj: T): void {
+    this.objects.set(`${obj.metadata?.namespace}/${obj.metadata?.name}`, obj);
+  }
+  get(namespace: string | undefined, name: string): T | undefined {
+    return this.objects.get(`${namespace}/${name}`);
+  }
+  byIndex(index: string, value: string): T[] {
+    return [...this.objects.values()].filter((o) => this.indexers[index]?.(o).includes(value));
+  }
+}
+
+interface Call {
+  verb: 'get' | 'apply' | 'create-only' | 'delete' | 'patchStatus';
+  object: string;
+  body?: unknown;
+}
+
+/** A client stand-in that records every request and answers as the API server would for these cases. */
+class RecordingClient implements KubeClient {
+  readonly calls: Call[] = [];
+  constructor(private readonly nodePort = 31000) {}
+  private named(obj: KubernetesObject): string {
+    return `${obj.kind} ${obj.metadata?.namespace}/${obj.metadata?.name}`;
+  }
+  async get<T extends KubernetesObject>(ref: KubernetesObject): Promise<T | undefined> {
+    this.calls.push({ verb: 'get', object: this.named(ref) });
+    return undefined;
+  }
+  async apply<T extends KubernetesObject>(obj: T, _fieldManager: string, opts: { createOnly?: boolean } = {}): Promise<T> {
+    this.calls.push({ verb: opts.createOnly ? 'create-only' : 'apply', object: this.named(obj), body: obj });
+    if (obj.kind !== 'Service') return obj;
+    // The API server allocates the NodePort.
+    const service: V1Service = obj;
+    return Object.assign({}, obj, { spec: { ...service.spec, ports: service.spec?.ports?.map((p) => ({ ...p, nodePort: this.nodePort })) } });
+  }
+  async delete(obj: KubernetesObject): Promise<void> {
+    this.calls.push({ verb: 'delete', object: this.named(obj) });
+  }
+  async patchStatus(obj: KubernetesObject, status: unknown): Promise<void> {
+    this.calls.push({ verb: 'patchStatus', object: this.named(obj), body: status });
+  }
+}
+
+const cr = (size: number, status?: CachedResource['status']): CachedResource => ({
+  apiVersion: 'swallowlab.com/v1alpha1',
+  kind: 'EchoFlask',
+  metadata: { name: 'example', namespace: 'ns', uid: 'cr-uid', generation: 1 },
+  spec: { size },
+  ...(status ? { status } : {}),
+});
+
+/** A child as the cache holds it once applied: what render() gives, owned by the CR. */
+function liveChild(obj: ReturnType<typeof render>[number], ownerUid = 'cr-uid'): KubernetesObject {
+  const owner = { apiVersion: 'swallowlab.com/v1alpha1', kind: 'EchoFlask', name: 'example', uid: ownerUid, controller: true, blockOwnerDeletion: true };
+  return { ...obj, metadata: { ...obj.metadata, namespace: 'ns', ownerReferences: [owner] } } as KubernetesObject;
+}
+
+describe('Reconciler', () => {
+  let crs: MemoryCache<CachedResource>;
+  let deployments: MemoryCache<V1Deployment>;
+  let services: MemoryCache<V1Service>;
+  let pods: MemoryCache<V1Pod>;
+  let client: RecordingClient;
+  let events: Array<{ reason: string; message: string }>;
+  let reconciler: Reconciler;
+  const key = refKey({ kind: 'EchoFlask', namespace: 'ns', name: 'example' });
+
+  beforeEach(() => {
+    crs = new MemoryCache();
+    deployments = new MemoryCache({ [OWNER_INDEX]: ownerIndex });
+    services = new MemoryCache({ [OWNER_INDEX]: ownerIndex });
+    pods = new MemoryCache({ [OWNER_INDEX]: ownerIndex });
+    client = new RecordingClient();
+    events = [];
+    reconciler = new Reconciler({
+      kinds: new Map([[SAMPLE_KIND.kind, SAMPLE_KIND]]),
+      crs: new Map([[SAMPLE_KIND.kind, crs]]),
+      deployments,
+      services,
+      pods,
+      replicaSets: new MemoryCache<V1ReplicaSet>({ [OWNER_INDEX]: ownerIndex }),
+      rest: client,
+      events: { record: async (_obj, _type, reason, message) => void events.push({ reason, message }) },
+      fieldManager: MANAGER,
+      log: silentLogger,
+      now: () => NOW,
+    });
+  });
+
+  test('a new CR: both children created create-only, owned by the CR, then one status write with the NodePort', async () => {
+    crs.put(cr(3));
+    await reconciler.reconcile(key);
+    expect(client.calls.map((c) => `${c.verb} ${c.object}`)).toEqual([
+      'create-only Deployment ns/example-deployment',
+      'create-only Service ns/example-svc',
+      'patchStatus EchoFlask ns/example',
+    ]);
+    const deployment = client.calls[0]!.body as V1Deployment;
+    expect(deployment.spec?.replicas).toBe(3);
+    expect(deployment.metadata?.ownerReferences).toEqual([expect.objectContaining({ uid: 'cr-uid', controller: true, blockOwnerDeletion: true })]);
+    const status = client.calls[2]!.body as { nodePort: number; replicas: number; conditions: Array<{ type: string; status: string }> };
+    expect(status.nodePort).toBe(31000);
+    expect(status.conditions.find((c) => c.type === 'Ready')?.status).toBe('False');
+    expect(events).toEqual([]);
+  });
+
+  test('a converged CR: no request at all', async () => {
+    crs.put(cr(2));
+    await reconciler.reconcile(key);
+    const written = client.calls.find((c) => c.verb === 'patchStatus')!.body as CachedResource['status'];
+    for (const obj of render(SAMPLE_KIND, cr(2))) {
+      const live = liveChild(obj);
+      if (live.kind === 'Deployment') deployments.put(live as V1Deployment);
+      else services.put({ ...(live as V1Service), spec: { ...(live as V1Service).spec, ports: [{ name: 'http', port: 5000, targetPort: 5000, nodePort: 31000 }] } });
+    }
+    crs.put(cr(2, written));
+    client.calls.length = 0;
+    await reconciler.reconcile(key);
+    expect(client.calls).toEqual([]);
+  });
+
+  test('drift: a Deployment whose replicas someone changed is applied again (not create-only)', async () => {
+    const [deployment, service] = render(SAMPLE_KIND, cr(2)).map((o) => liveChild(o));
+    deployments.put({ ...(deployment as V1Deployment), spec: { ...(deployment as V1Deployment).spec!, replicas: 7 } });
+    services.put(service as V1Service);
+    crs.put(cr(2));
+    await reconciler.reconcile(key);
+    const applies = client.calls.filter((c) => c.verb !== 'patchStatus');
+    expect(applies.map((c) => `${c.verb} ${c.object}`)).toEqual(['apply Deployment ns/example-deployment']);
+    expect((applies[0]!.body as V1Deployment).spec?.replicas).toBe(2);
+  });
+
+  test('a name taken by an object the CR does not control: never written, Degraded NameConflict, one Warning Event', async () => {
+    const [deployment] = render(SAMPLE_KIND, cr(1)).map((o) => liveChild(o, 'someone-else'));
+    deployments.put(deployment as V1Deployment);
+    crs.put(cr(1));
+    await expect(reconciler.reconcile(key)).rejects.toBeInstanceOf(ReconcileError);
+    expect(client.calls.some((c) => c.object === 'Deployment ns/example-deployment')).toBe(false);
+    expect(events).toEqual([{ reason: 'NameConflict', message: expect.stringContaining('Deployment ns/example-deployment already exists') }]);
+    const status = client.calls.find((c) => c.verb === 'patchStatus')!.body as { conditions: Array<{ type: string; status: string; reason: string }> };
+    expect(status.conditions.find((c) => c.type === 'Degraded')).toMatchObject({ status: 'True', reason: 'NameConflict' });
+  });
+
+  test('a child the CR controls that render() no longer gives is pruned', async () => {
+    const stale = liveChild({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'example-old-svc' } });
+    services.put(stale as V1Service);
+    crs.put(cr(1));
+    await reconciler.reconcile(key);
+    expect(client.calls.filter((c) => c.verb === 'delete').map((c) => c.object)).toEqual(['Service ns/example-old-svc']);
+  });
+
+  test('a CR that is gone or being deleted: nothing is sent (the garbage collector removes the children)', async () => {
+    await reconciler.reconcile(key);
+    crs.put({ ...cr(1), metadata: { ...cr(1).metadata, deletionTimestamp: NOW } } as CachedResource);
+    await reconciler.reconcile(key);
+    expect(client.calls).toEqual([]);
+  });
+
+  test('a create the cache has not shown yet stands in for it: the next reconcile creates nothing again', async () => {
+    crs.put(cr(1));
+    await reconciler.reconcile(key);
+    client.calls.length = 0;
+    await reconciler.reconcile(key);
+    expect(client.calls.filter((c) => c.verb !== 'patchStatus')).toEqual([]);
+  });
+});
