@@ -1,12 +1,13 @@
 #!/usr/bin/env node
 // The operator process: `npm run operator` against the current kubeconfig, or in a cluster with the
-// pod's ServiceAccount (client-node's loadFromDefault picks KUBECONFIG, ~/.kube/config or in-cluster).
-import { KubeConfig } from '@kubernetes/client-node';
+// pod's ServiceAccount (KUBECONFIG, ~/.kube/config or in-cluster, as client-node's loadFromDefault
+// finds them; runtime/kubeconfig.ts reads the usual ones without importing client-node).
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { ConfigError } from './kinds/config.js';
 import { applyFlags, USAGE } from './flags.js';
 import { startProbeServers } from './runtime/health.js';
+import { loadKubeAccess } from './runtime/kubeconfig.js';
 import { LeaderElector } from './runtime/leader.js';
 import { createLogger, Logger } from './runtime/log.js';
 import { OperatorMetrics } from './runtime/metrics.js';
@@ -25,8 +26,7 @@ function leaseNamespace(settings: OperatorSettings): string {
 }
 
 async function run(settings: OperatorSettings, log: Logger): Promise<void> {
-  const kc = new KubeConfig();
-  kc.loadFromDefault();
+  const kc = await loadKubeAccess();
   const metrics = new OperatorMetrics();
   const operator = new Operator(kc, settings, log, metrics);
   const servers = await startProbeServers({

@@ -1,11 +1,12 @@
 // The app-kind operator's wiring: what it watches, how each event maps to the key of the CR it
 // concerns, and what reconciles a key (one statement, in Operator's constructor).
-import { KubeConfig, KubernetesObject, V1Deployment, V1Pod, V1ReplicaSet, V1Service } from '@kubernetes/client-node';
+import { KubernetesObject, V1Deployment, V1Pod, V1ReplicaSet, V1Service } from '@kubernetes/client-node';
 import { AppKind, AppKindCrd, ContainerApp } from 'cdk8s-appkind';
 import { OWNER_INDEX, ownerIndex, ResourceCache, withOwnManagedFields, withoutManagedFields } from '../runtime/cache.js';
 import { Controller, ControllerBuilder, KeySink, WatchEvent, WatchSource } from '../runtime/controller.js';
 import { EventRecorder } from '../runtime/events.js';
 import { Expectations } from '../runtime/expectations.js';
+import { KubeAccess } from '../runtime/kubeconfig.js';
 import { describeObject } from '../runtime/kube.js';
 import { Logger } from '../runtime/log.js';
 import { OperatorMetrics, queueHooks } from '../runtime/metrics.js';
@@ -56,7 +57,7 @@ export class Operator {
   private readonly kinds: ReadonlyMap<string, AppKind>;
 
   constructor(
-    kc: KubeConfig,
+    kc: KubeAccess,
     private readonly settings: OperatorSettings,
     private readonly log: Logger,
     metrics: OperatorMetrics,

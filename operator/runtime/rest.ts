@@ -1,6 +1,7 @@
-import { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import type { KubernetesObject } from '@kubernetes/client-node';
 import { Agent as HttpsAgent, AgentOptions, request as httpsRequest, RequestOptions } from 'node:https';
 import { Agent as HttpAgent, OutgoingHttpHeaders, request as httpRequest } from 'node:http';
+import type { KubeAccess } from './kubeconfig.js';
 import { abortError, sleep } from './sleep.js';
 import { BackoffOptions, isThrottled, parseRetryAfter, throttleDelayMs } from './throttle.js';
 
@@ -82,7 +83,7 @@ export const APPLY_PATCH = 'application/apply-patch+yaml';
 export const MERGE_PATCH = 'application/merge-patch+json';
 
 /** How often credentials are read again (a projected ServiceAccount token is rotated on disk). */
-const CREDENTIALS_TTL_MS = 60_000;
+export const CREDENTIALS_TTL_MS = 60_000;
 
 /**
  * A watch that receives nothing for this long is ended and resumed (a connection that died without a
@@ -98,7 +99,7 @@ interface Credentials {
   readonly readAt: number;
 }
 
-/** TLS fields of client-node's request options that the connection pool is built from. */
+/** TLS fields of the request options that the connection pool is built from. */
 const TLS_FIELDS = ['ca', 'cert', 'key', 'pfx', 'passphrase', 'rejectUnauthorized', 'servername'] as const;
 
 function tlsFingerprint(opts: RequestOptions): string {
@@ -115,48 +116,53 @@ interface Resource {
   readonly namespaced: boolean;
 }
 
+/** What a reconciler asks of the API server: read, apply, delete an object; patch a status. */
+export type KubeClient = Pick<RestClient, 'get' | 'apply' | 'delete' | 'patchStatus'>;
+
 /**
  * A small JSON client for the API server. client-node's typed serializer drops fields whose JSON
  * name differs from its model's (`default`, `x-kubernetes-*` in CRD schemas) and turns timestamps
  * into Dates; the reconciler needs objects exactly as the server and render() spell them.
  */
-/** What a reconciler asks of the API server: read, apply, delete an object; patch a status. */
-export type KubeClient = Pick<RestClient, 'get' | 'apply' | 'delete' | 'patchStatus'>;
-
 export class RestClient {
   private readonly server: string;
   private readonly discovery = new Map<string, Promise<Resource[]>>();
   private credentials?: Promise<Credentials>;
   private pool?: { fingerprint: string; agent: HttpsAgent | HttpAgent };
   private opened = 0;
+  private readonly credentialsTtlMs: number;
 
+  /**
+   * @param kc this package's kubeconfig (loadKubeAccess) or client-node's KubeConfig
+   * @param throttle also `credentialsTtlMs`: how often credentials are read again (default a minute)
+   */
   constructor(
-    private readonly kc: KubeConfig,
+    private readonly kc: KubeAccess,
     private readonly onRequest: (verb: string, code: number) => void = () => undefined,
-    private readonly throttle: ThrottleOptions = {},
+    private readonly throttle: ThrottleOptions & { credentialsTtlMs?: number } = {},
   ) {
     const cluster = kc.getCurrentCluster();
     if (!cluster) throw new Error('kubeconfig has no current cluster; set KUBECONFIG or run in a cluster');
     this.server = cluster.server.replace(/\/$/, '');
+    this.credentialsTtlMs = throttle.credentialsTtlMs ?? CREDENTIALS_TTL_MS;
   }
 
   /**
-   * Auth headers and the connection pool. client-node's applyToHTTPSOptions makes a new https.Agent
-   * per call, so a request using it opens a new TLS connection every time; here it is called once a
-   * minute (or after a 401) for the credentials only, and requests share one keep-alive pool, which
-   * is rebuilt only when the TLS material itself changes.
+   * Auth headers and the connection pool. Credentials are read again once a minute (or after a 401):
+   * a rotated token only changes a header, so requests keep one keep-alive pool across these reads;
+   * it is rebuilt only when the TLS material itself (CA, client certificate, server name) changed.
+   * Behind a proxy (a client-node KubeConfig with proxy-url), the proxy agent client-node builds is
+   * used; client-node 2.0.1 keeps one per cluster and user (its agentCache), not one per call.
    */
   private async auth(refresh = false): Promise<Credentials> {
     const current = this.credentials && (await this.credentials.catch(() => undefined));
-    if (!refresh && current && Date.now() - current.readAt < CREDENTIALS_TTL_MS) return current;
+    if (!refresh && current && Date.now() - current.readAt < this.credentialsTtlMs) return current;
     const load = (async (): Promise<Credentials> => {
       const opts: RequestOptions = {};
       await this.kc.applyToHTTPSOptions(opts);
-      const fresh = opts.agent;
-      const proxied = !!this.kc.getCurrentCluster()?.proxyUrl;
       let agent: HttpsAgent | HttpAgent;
-      if (proxied && fresh) {
-        agent = fresh as HttpsAgent; // a proxy agent: client-node knows how to build those
+      if (this.kc.getCurrentCluster()?.proxyUrl && opts.agent) {
+        agent = opts.agent as HttpsAgent; // a proxy agent: client-node knows how to build those
       } else {
         const fingerprint = tlsFingerprint(opts);
         if (this.pool?.fingerprint !== fingerprint) {
@@ -169,7 +175,6 @@ export class RestClient {
           };
         }
         agent = this.pool.agent;
-        (fresh as HttpsAgent | undefined)?.destroy();
       }
       return { headers: { ...(opts.headers as OutgoingHttpHeaders | undefined) }, auth: opts.auth ?? undefined, agent, readAt: Date.now() };
     })();

@@ -1,6 +1,7 @@
 // The operator's REST client on the real API server: one keep-alive connection pool per process
 // (client-node's applyToHTTPSOptions would open a new TLS connection for every request).
 import { afterAll, describe, expect, it } from '@jest/globals';
+import { simpleKubeConfigFromFile } from '../../operator/runtime/kubeconfig.js';
 import { RestClient } from '../../operator/runtime/rest.js';
 import { sharedCluster } from './cluster.js';
 
@@ -60,5 +61,21 @@ describe('RestClient connections', () => {
     controller.abort();
     await expect(watching).resolves.toBeUndefined();
     await expect(rest.watch('/api/v1/namespaces/default/nosuchthings', {}, () => undefined)).rejects.toMatchObject({ code: 404 });
+  });
+});
+
+describe('RestClient credentials', () => {
+  it('reads the kubeconfig without client-node and keeps its connection across credential checks', async () => {
+    const kc = simpleKubeConfigFromFile(sharedCluster().kubeconfigPath);
+    expect(kc).toBeDefined();
+    // Credentials read again before every request (the operator: once a minute): a token that may
+    // have been rotated changes a header, not the TLS connection.
+    const rest = new RestClient(kc!, undefined, { credentialsTtlMs: 0 });
+    try {
+      for (let i = 0; i < 5; i++) await expect(rest.request('GET', '/api/v1/namespaces/default')).resolves.toBeDefined();
+      expect(rest.connectionsOpened).toBe(1);
+    } finally {
+      rest.close();
+    }
   });
 });
