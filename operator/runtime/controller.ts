@@ -141,6 +141,8 @@ export class ControllerBuilder<C extends object = object> {
 export class Controller<C extends object> {
   readonly queue: WorkQueue;
   readonly caches: C;
+  /** Where keys go: for events of watches the builder did not declare (started while running). */
+  readonly keys: KeySink;
   private readonly all: Lifecycle[] = [];
   private readonly running = new Set<string>();
 
@@ -152,13 +154,13 @@ export class Controller<C extends object> {
     queueOpts: QueueOptions,
     hooks?: QueueHooks,
   ) {
-    const keys: KeySink = {
+    const keys: KeySink = (this.keys = {
       add: (key) => this.queue.add(key),
       retryNow: (key) => {
         this.queue.forget(key);
         this.queue.add(key);
       },
-    };
+    });
     const caches: Record<string, unknown> = {};
     for (const w of watches) {
       const built = w.build(ctx, keys);
