@@ -5,8 +5,8 @@
 // (used and committed, by space), external memory and array buffers. --snapshots <dir> also writes a
 // V8 heap snapshot at each phase (the operator runs with --heapsnapshot-signal=SIGUSR2; open them in
 // Chrome DevTools' Memory tab). --main <file> runs another compiled operator (the code before a
-// change, built elsewhere) instead of building this one.
-// Usage: npm run bench:memory [-- --n 100] [--settle 60] [--snapshots <dir>] [--main <file>]
+// change, built elsewhere) instead of building this one; --node-flags='<flags>' runs it with Node flags.
+// Usage: npm run bench:memory [-- --n 100] [--settle 60] [--snapshots <dir>] [--main <file>] [--node-flags='<flags>']
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
@@ -28,7 +28,13 @@ type Resource = KubernetesObject & {
 };
 
 const { values } = parseArgs({
-  options: { n: { type: 'string', default: '100' }, settle: { type: 'string', default: '60' }, snapshots: { type: 'string' }, main: { type: 'string' } },
+  options: {
+    n: { type: 'string', default: '100' },
+    settle: { type: 'string', default: '60' },
+    snapshots: { type: 'string' },
+    main: { type: 'string' },
+    'node-flags': { type: 'string', default: '' },
+  },
 });
 const n = Number(values.n);
 const settleSeconds = Number(values.settle);
@@ -70,7 +76,7 @@ async function main(): Promise<void> {
   const rows: Record<string, string | number>[] = [];
   try {
     const { rest, port, env } = await setUpOperator(cp);
-    const flags = snapshots ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${snapshots}`] : [];
+    const flags = [...(values['node-flags'] ?? '').split(' ').filter(Boolean), ...(snapshots ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${snapshots}`] : [])];
     const started = performance.now();
     const child = spawn(process.execPath, [...flags, operatorMain], { cwd: root, env, stdio: ['ignore', 'inherit', 'inherit'] });
     const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
@@ -144,9 +150,10 @@ async function main(): Promise<void> {
     await cp.stop();
   }
   const columns = Object.keys(rows[0] ?? {});
+  const flagsNote = values['node-flags'] ? ` ${values['node-flags']}` : '';
   process.stdout.write(
     [
-      `N=${n}, size ${SIZE} scaled to ${SIZE + 1}, Node ${process.version}; memory in MiB`,
+      `N=${n}, size ${SIZE} scaled to ${SIZE + 1}, Node ${process.version}${flagsNote}; memory in MiB`,
       `| ${columns.join(' | ')} |`,
       `|${columns.map(() => '---').join('|')}|`,
       ...rows.map((r) => `| ${columns.map((c) => r[c]).join(' | ')} |`),
