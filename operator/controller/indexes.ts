@@ -149,3 +149,13 @@ export function deploymentChanged(a: V1Deployment | undefined, b: V1Deployment):
   if (!a) return true;
   return a.metadata?.generation !== b.metadata?.generation || deploymentView(a) !== deploymentView(b);
 }
+
+/**
+ * True when a CR update changed only its status (metadata the same but for resourceVersion): most
+ * often the operator's own status write, watched back.
+ */
+export function statusOnlyChange(a: KubernetesObject | undefined, b: KubernetesObject): boolean {
+  if (!a) return false;
+  const meta = (o: KubernetesObject) => JSON.stringify({ ...o.metadata, resourceVersion: undefined });
+  return meta(a) === meta(b);
+}

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { V1ContainerStatus, V1Deployment, V1Pod, V1Service } from '@kubernetes/client-node';
 import { ownerIndex, withoutManagedFields } from '../../operator/runtime/cache.js';
-import { childNameIndex, deploymentChanged, freedNodePorts, nodePortIndex, podChanged, podSummary } from '../../operator/controller/indexes.js';
+import { childNameIndex, deploymentChanged, freedNodePorts, nodePortIndex, podChanged, podSummary, statusOnlyChange } from '../../operator/controller/indexes.js';
 import { refKey } from '../../operator/runtime/ref.js';
 import { SAMPLE_KIND } from '../../operator/kinds/config.js';
 import { render } from '../../operator/kinds/render.js';
@@ -88,6 +88,15 @@ describe('cache trims and indexes', () => {
     expect(deploymentChanged(d, next((x) => x.status!.conditions!.push({ type: 'ReplicaFailure', status: 'True', reason: 'FailedCreate', message: 'quota' })))).toBe(true);
     expect(deploymentChanged(d, next((x) => (x.metadata!.deletionTimestamp = new Date(3000))))).toBe(true);
     expect(deploymentChanged(undefined, d)).toBe(true);
+  });
+
+  it('tells a CR change of its status only (our own status write, watched back) from any other', () => {
+    const cr = { apiVersion: 'swallowlab.com/v1alpha1', kind: 'EchoFlask', metadata: { name: 'a', namespace: 'ns', generation: 1, resourceVersion: '1' }, spec: { size: 1 } };
+    const statusOnly = { ...cr, metadata: { ...cr.metadata, resourceVersion: '2' }, status: { observedGeneration: 1 } };
+    expect(statusOnlyChange(cr, statusOnly)).toBe(true);
+    expect(statusOnlyChange(cr, { ...statusOnly, metadata: { ...statusOnly.metadata, generation: 2 } })).toBe(false);
+    expect(statusOnlyChange(cr, { ...statusOnly, metadata: { ...statusOnly.metadata, labels: { a: 'b' } } })).toBe(false);
+    expect(statusOnlyChange(undefined, statusOnly)).toBe(false);
   });
 
   it('drops managedFields and indexes children by their controller uid', () => {
