@@ -7,7 +7,7 @@ import { Expectations } from '../runtime/expectations.js';
 import { parseRefKey, refKey, refOf } from '../runtime/ref.js';
 import { EventRecorder } from '../runtime/events.js';
 import { apiFailure, ApiFailure, describeObject } from '../runtime/kube.js';
-import { Logger } from '../runtime/log.js';
+import { Logger, reconcileFields } from '../runtime/log.js';
 import { imagePolicyFailure } from './policy.js';
 import { HandlerResult } from '../runtime/queue.js';
 import { RenderCache, Rendered } from './render-cache.js';
@@ -85,7 +85,7 @@ export class Reconciler {
   }
 
   /** Resolves with a delay when a coalesced status change still waits to be written. */
-  async reconcile(key: string): Promise<HandlerResult> {
+  async reconcile(key: string, log: Logger = this.deps.log.child(reconcileFields(key))): Promise<HandlerResult> {
     const ref = parseRefKey(key);
     const kind = this.deps.kinds.get(ref.kind);
     const cr = this.deps.crs.get(ref.kind)?.get(ref.namespace, ref.name);
@@ -95,7 +95,6 @@ export class Reconciler {
       this.deps.pacer?.forget(key);
       return;
     }
-    const log = this.deps.log.child({ key });
 
     // A refused image is never rendered, so nothing is applied or pruned: existing children stay as they were.
     let failure: ReconcileFailure | undefined = imagePolicyFailure(kind, cr);
