@@ -2,7 +2,7 @@ import { CoreV1Event, KubernetesObject } from '@kubernetes/client-node';
 import { apiFailure } from './kube.js';
 import { Logger } from './log.js';
 import { TokenBucket } from './queue.js';
-import { MERGE_PATCH, RestClient } from './rest.js';
+import { MERGE_PATCH, resourcePath, RestClient } from './rest.js';
 
 /** How Events of one object are aggregated and limited (client-go's EventCorrelator defaults). */
 export interface EventRecorderOptions {
@@ -64,12 +64,12 @@ export class EventRecorder {
     const now = new Date(nowMs).toISOString();
     const key = `${id}/${type}/${reason}`;
     const seen = this.recorded.get(key);
-    const events = `/api/v1/namespaces/${encodeURIComponent(namespace)}/events`;
+    const events = resourcePath({ apiVersion: 'v1', plural: 'events', namespace });
     try {
       if (seen && nowMs - seen.at < this.windowMs) {
         const count = seen.count + 1;
         try {
-          await this.rest.request('PATCH', `${events}/${encodeURIComponent(seen.name)}`, {
+          await this.rest.request('PATCH', resourcePath({ apiVersion: 'v1', plural: 'events', namespace, name: seen.name }), {
             body: { count, lastTimestamp: now, message: message.slice(0, 1024) },
             contentType: MERGE_PATCH,
           });
