@@ -1,5 +1,8 @@
 // `npm start`: a real control plane on loopback, the CRDs of the configured kinds (the six
 // walkthrough variables, APPKIND_CONFIG, or the sample kind) and the operator serving them.
+// `npm start -- --real-node`: a real node (containerd, kubelet, kube-proxy) instead of kwok's fake
+// one, with the echo stand-in for the sample kind's image loaded (root and Linux; see
+// tools/controlplane/README.md).
 // Prints exactly one line on stdout, `export KUBECONFIG=<path>`, once ready (diagnostics and the
 // operator's JSON logs go to stderr) and runs until SIGINT/SIGTERM, then stops everything.
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -10,7 +13,8 @@ import { crdObjects } from 'appkind-operator/kinds';
 import { ConfigError, loadAppKinds } from 'appkind-operator/kinds';
 import type { AppKind } from 'cdk8s-appkind';
 import { applyManifests } from './controlplane/apply.js';
-import { ControlPlane, killWithThisProcess } from './controlplane/controlplane.js';
+import { loadEchoStandIn } from './echo-image.js';
+import { ControlPlane, killWithThisProcess, RealNodeUnavailableError } from './controlplane/controlplane.js';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const logToStderr = (line: string): void => void process.stderr.write(`${line}\n`);
@@ -21,13 +25,15 @@ export interface StartLocalOptions {
   /** Kinds whose CRDs are installed. Default: the configured kinds (loadAppKinds) */
   kinds?: AppKind[];
   log?: (line: string) => void;
+  /** A real node instead of kwok's fake node. Default false. */
+  realNode?: boolean;
 }
 
 /** Control plane + the kinds' CRDs applied (Established). The caller owns stop(). */
 export async function startLocal(opts: StartLocalOptions = {}): Promise<ControlPlane> {
   const log = opts.log ?? logToStderr;
   const kinds = opts.kinds ?? loadAppKinds(process.env);
-  const cp = await ControlPlane.start({ auditLog: opts.auditLog ?? process.env.APPKIND_AUDIT_LOG === '1', log });
+  const cp = await ControlPlane.start({ auditLog: opts.auditLog ?? process.env.APPKIND_AUDIT_LOG === '1', log, realNode: opts.realNode });
   try {
     await applyManifests(cp.kubeConfig(), crdObjects(kinds));
     log(`controlplane: installed CRDs for ${kinds.map((k) => `${k.kind}.${k.group}`).join(', ')}`);
@@ -84,19 +90,26 @@ function untilSignal(): Promise<NodeJS.Signals> {
   });
 }
 
+const USAGE = 'usage: npm start [-- --real-node]';
+
 async function main(): Promise<void> {
+  const args = process.argv.slice(2);
+  const unknown = args.filter((arg) => arg !== '--real-node');
+  if (unknown.length) throw new ConfigError(`unknown argument ${unknown.join(' ')}; ${USAGE}`);
+  const realNode = args.includes('--real-node');
   const stopped = untilSignal();
   const kinds = loadAppKinds(process.env);
-  const cp = await startLocal({ kinds });
+  const cp = await startLocal({ kinds, realNode });
   let operator: ChildProcess;
   try {
+    if (realNode) await loadEchoStandIn(cp, logToStderr);
     operator = await startOperator(cp.kubeconfigPath);
   } catch (err) {
     await cp.stop();
     throw err;
   }
   if (cp.auditLogPath) logToStderr(`controlplane: audit log ${cp.auditLogPath}`);
-  logToStderr(`controlplane: ${cp.hasScheduler ? 'pods run on fake node kwok-node-0' : 'no scheduler: pods stay Pending'}`);
+  logToStderr(`controlplane: ${cp.realNode ? `pods run on the real node ${cp.realNode.name} (${cp.realNode.address})` : cp.hasScheduler ? 'pods run on fake node kwok-node-0' : 'no scheduler: pods stay Pending'}`);
   process.stdout.write(`export KUBECONFIG=${cp.kubeconfigPath}\n`);
   const signal = await stopped;
   logToStderr(`controlplane: ${signal}, stopping`);
@@ -109,7 +122,8 @@ if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1]
   main().then(
     () => process.exit(0),
     (err: unknown) => {
-      logToStderr(err instanceof ConfigError ? `npm start: ${err.message}` : err instanceof Error ? (err.stack ?? err.message) : String(err));
+      const known = err instanceof ConfigError || err instanceof RealNodeUnavailableError;
+      logToStderr(known ? `npm start: ${err.message}` : err instanceof Error ? (err.stack ?? err.message) : String(err));
       process.exit(1);
     },
   );

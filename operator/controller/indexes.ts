@@ -1,16 +1,8 @@
 // What the app-kind controller indexes and keeps of its children and pods: indexes from a CR or a
 // child to the keys that find it, and the slimmed views the caches hold.
-import { KubernetesObject, V1Deployment, V1Pod, V1Service } from '@kubernetes/client-node';
+import { KubernetesObject, V1Deployment, V1Pod, V1ReplicaSet, V1Service } from '@kubernetes/client-node';
 import { ContainerApp } from 'cdk8s-appkind';
 import { refKey } from '../runtime/ref.js';
-
-/** Index of pods by `namespace/instance label`: an app's pods without scanning the namespace. */
-export const INSTANCE_INDEX = 'instance';
-
-export function instanceIndex(obj: KubernetesObject): string[] {
-  const instance = obj.metadata?.labels?.[ContainerApp.INSTANCE_LABEL];
-  return instance ? [`${obj.metadata?.namespace}/${instance}`] : [];
-}
 
 /** Index of CRs by the NodePort their spec asks for: the CRs a Service freeing that port may unblock. */
 export const NODE_PORT_INDEX = 'nodePort';
@@ -47,6 +39,19 @@ export function freedNodePorts(type: 'add' | 'update' | 'delete', obj: V1Service
   if (type === 'delete') return ports(obj);
   const kept = new Set(ports(obj));
   return ports(old).filter((p) => !kept.has(p));
+}
+
+/**
+ * What status needs of a ReplicaSet: which Deployment controls it (its uid is what a pod's controller
+ * reference names). Everything else is dropped before it is cached.
+ */
+export function replicaSetSummary(rs: V1ReplicaSet): V1ReplicaSet {
+  const m = rs.metadata ?? {};
+  return {
+    apiVersion: rs.apiVersion,
+    kind: rs.kind,
+    metadata: { name: m.name, namespace: m.namespace, uid: m.uid, resourceVersion: m.resourceVersion, ownerReferences: m.ownerReferences },
+  };
 }
 
 /**

@@ -1,6 +1,6 @@
 // The app-kind operator's wiring: what it watches, how each event maps to the key of the CR it
 // concerns, and what reconciles a key (one statement, in Operator's constructor).
-import { KubeConfig, KubernetesObject, V1Deployment, V1Pod, V1Service } from '@kubernetes/client-node';
+import { KubeConfig, KubernetesObject, V1Deployment, V1Pod, V1ReplicaSet, V1Service } from '@kubernetes/client-node';
 import { AppKind, AppKindCrd, ContainerApp } from 'cdk8s-appkind';
 import { OWNER_INDEX, ownerIndex, ResourceCache, withOwnManagedFields, withoutManagedFields } from '../runtime/cache.js';
 import { Controller, ControllerBuilder, KeySink, WatchEvent, WatchSource } from '../runtime/controller.js';
@@ -17,12 +17,11 @@ import {
   childNameIndex,
   deploymentChanged,
   freedNodePorts,
-  INSTANCE_INDEX,
-  instanceIndex,
   NODE_PORT_INDEX,
   nodePortIndex,
   podChanged,
   podSummary,
+  replicaSetSummary,
 } from './indexes.js';
 import { CachedResource, CHILD_SELECTOR, controllerOf, Reconciler } from './reconcile.js';
 import { RenderCache } from './render-cache.js';
@@ -32,6 +31,8 @@ const DEPLOYMENTS: WatchSource = { apiVersion: 'apps/v1', kind: 'Deployment', pl
 const SERVICES: WatchSource = { apiVersion: 'v1', kind: 'Service', plural: 'services' };
 /** Only our pods: status reads nothing else of pods. */
 const OUR_PODS: WatchSource = { apiVersion: 'v1', kind: 'Pod', plural: 'pods', labelSelector: CHILD_SELECTOR };
+/** Our ReplicaSets: which pods belong to a CR's own Deployment. */
+const OUR_REPLICA_SETS: WatchSource = { apiVersion: 'apps/v1', kind: 'ReplicaSet', plural: 'replicasets', labelSelector: CHILD_SELECTOR };
 
 /** The caches the operator keeps: every kind's CRs (by kind), the children, our pods. */
 interface AppCaches {
@@ -39,6 +40,7 @@ interface AppCaches {
   readonly deployments: ResourceCache<V1Deployment>;
   readonly services: ResourceCache<V1Service>;
   readonly pods: ResourceCache<V1Pod>;
+  readonly replicaSets: ResourceCache<V1ReplicaSet>;
 }
 
 /** The CRs of a kind. */
@@ -78,7 +80,11 @@ export class Operator {
       .owns<'services', V1Service>('services', SERVICES, (keys, e) => this.onService(keys, e, expectations), children)
       .watches<'pods', V1Pod>('pods', OUR_PODS, (keys, e) => this.onPod(keys, e), {
         transform: podSummary,
-        indexers: { [INSTANCE_INDEX]: instanceIndex },
+        indexers: { [OWNER_INDEX]: ownerIndex },
+      })
+      .watches<'replicaSets', V1ReplicaSet>('replicaSets', OUR_REPLICA_SETS, (keys, e) => this.onReplicaSet(keys, e), {
+        transform: replicaSetSummary,
+        indexers: { [OWNER_INDEX]: ownerIndex },
       })
       .complete(
         (caches) => {
@@ -93,7 +99,7 @@ export class Operator {
             renders: new RenderCache(),
             pacer: new StatusPacer(settings.statusIntervalMs),
           });
-          return (key) => reconciler.reconcile(key);
+          return (key, log) => reconciler.reconcile(key, log);
         },
         // Failing CRs back off up to DEGRADED_RETRY_SECONDS: a cause that ends without an event the
         // operator sees (a NodePort freed outside the watched namespaces) is noticed at the next retry.
@@ -128,6 +134,19 @@ export class Operator {
       if (labels[ContainerApp.NAME_LABEL] === kind.appName)
         keys.add(refKey({ kind: kind.kind, namespace: obj.metadata!.namespace, name: instance }));
     }
+  }
+
+  /**
+   * A ReplicaSet added: status lists a pod only once its ReplicaSet is known to be the CR's
+   * Deployment's, so pods watched before their ReplicaSet bring their CR back now. Nothing else of a
+   * ReplicaSet enqueues (its status ticks are the Deployment's, watched there).
+   */
+  private onReplicaSet(keys: KeySink, { type, obj }: WatchEvent<V1ReplicaSet>): void {
+    const { pods, deployments } = this.controller.caches;
+    if (type !== 'add' || pods.byIndex(OWNER_INDEX, obj.metadata!.uid!).length === 0) return;
+    const owner = controllerOf(obj);
+    const deployment = owner?.kind === 'Deployment' ? deployments.get(obj.metadata!.namespace, owner.name) : undefined;
+    if (deployment && deployment.metadata?.uid === owner!.uid) this.ownerOf(keys, deployment);
   }
 
   private ownerOf(keys: KeySink, obj: KubernetesObject): void {

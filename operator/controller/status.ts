@@ -35,7 +35,7 @@ export interface StatusInput {
   readonly selectorLabels: Record<string, string>;
   readonly deployment?: V1Deployment;
   readonly service?: V1Service;
-  /** Pods matching the selector, in the CR's namespace. */
+  /** The pods of the CR's own Deployment (owned by ReplicaSets it controls). */
   readonly pods: V1Pod[];
   readonly failure?: ReconcileFailure;
   /** The status the CR has now, for lastTransitionTime. */
@@ -112,25 +112,33 @@ export function computeStatus(input: StatusInput): AppStatus {
     (ds?.observedGeneration ?? 0) >= (input.deployment.metadata?.generation ?? 0) &&
     (ds?.updatedReplicas ?? 0) === input.size &&
     replicas === input.size;
-  const ready = rolledOut && readyReplicas >= input.size;
+  // Never Ready while the current generation is not applied: the pods may be ready, but of an older spec.
+  const ready = rolledOut && readyReplicas >= input.size && !input.failure;
   const refused = replicaFailureOf(input.deployment);
 
   const conditions: Omit<Condition, 'lastTransitionTime'>[] = [
     ready
       ? { type: 'Ready', status: 'True', reason: Reason.AllReplicasReady, message: `${readyReplicas}/${input.size} pods ready` }
-      : refused
+      : input.failure
         ? {
             type: 'Ready',
             status: 'False',
-            reason: refused.reason,
-            message: `${refused.message} (${readyReplicas}/${input.size} pods ready)`,
+            reason: input.failure.reason,
+            message: `generation ${generation ?? '?'} is not applied (see Degraded); ${readyReplicas}/${input.size} pods ready`,
           }
-        : {
-            type: 'Ready',
-            status: 'False',
-            reason: input.deployment ? Reason.ReplicasNotReady : Reason.DeploymentMissing,
-            message: `${readyReplicas}/${input.size} pods ready`,
-          },
+        : refused
+          ? {
+              type: 'Ready',
+              status: 'False',
+              reason: refused.reason,
+              message: `${refused.message} (${readyReplicas}/${input.size} pods ready)`,
+            }
+          : {
+              type: 'Ready',
+              status: 'False',
+              reason: input.deployment ? Reason.ReplicasNotReady : Reason.DeploymentMissing,
+              message: `${readyReplicas}/${input.size} pods ready`,
+            },
     rolledOut
       ? {
           type: 'Progressing',

@@ -68,6 +68,7 @@ const RECONCILE_RULES = [
   { apiGroups: ['apps'], resources: ['deployments'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
   { apiGroups: [''], resources: ['services'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
   { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] },
+  { apiGroups: ['apps'], resources: ['replicasets'], verbs: ['list', 'watch'] },
   { apiGroups: [''], resources: ['events'], verbs: ['create'] },
 ];
 
@@ -131,7 +132,7 @@ describe('OperatorBundle', () => {
       expect(text).not.toContain('secrets');
       expect(text).not.toContain('configmaps');
       expect(new Set(rules.flatMap((r) => r.resources))).toEqual(
-        new Set(['echoflasks', 'echoflasks/status', 'echoflasks/finalizers', 'takaras', 'takaras/status', 'takaras/finalizers', 'deployments', 'services', 'pods', 'events', 'leases']),
+        new Set(['echoflasks', 'echoflasks/status', 'echoflasks/finalizers', 'takaras', 'takaras/status', 'takaras/finalizers', 'deployments', 'services', 'pods', 'replicasets', 'events', 'leases']),
       );
     }
   });

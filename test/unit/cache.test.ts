@@ -1,10 +1,10 @@
 import { describe, expect, it } from '@jest/globals';
 import { V1Deployment, V1Pod, V1Service } from '@kubernetes/client-node';
 import { ownerIndex, withoutManagedFields } from '../../operator/runtime/cache.js';
-import { childNameIndex, deploymentChanged, freedNodePorts, instanceIndex, nodePortIndex, podChanged, podSummary } from '../../operator/controller/indexes.js';
+import { childNameIndex, deploymentChanged, freedNodePorts, nodePortIndex, podChanged, podSummary } from '../../operator/controller/indexes.js';
 import { refKey } from '../../operator/runtime/ref.js';
 import { SAMPLE_KIND } from '../../operator/kinds/config.js';
-import { render } from '../../operator/kinds/render.js';
+import { appPropsFor, render } from '../../operator/kinds/render.js';
 import { RenderCache } from '../../operator/controller/render-cache.js';
 
 const pod: V1Pod = {
@@ -28,7 +28,7 @@ describe('cache trims and indexes', () => {
       metadata: { name: 'a-deployment-1', namespace: 'ns', uid: 'u1', resourceVersion: '7', labels: { 'app.kubernetes.io/instance': 'a' }, ownerReferences: pod.metadata!.ownerReferences },
       status: { conditions: [{ type: 'Ready', status: 'True' }] },
     });
-    expect(instanceIndex(s)).toEqual(['ns/a']);
+    expect(ownerIndex(s)).toEqual(['rs1']);
   });
 
   it('sees a pod change only when readiness, deletion or labels change', () => {
@@ -116,12 +116,14 @@ describe('RenderCache', () => {
   it('renders what render() renders, once per spec', () => {
     const cache = new RenderCache();
     const first = cache.render(SAMPLE_KIND, cr(2));
-    expect(first).toEqual(render(SAMPLE_KIND, cr(2)));
+    expect(first.objects).toEqual(render(SAMPLE_KIND, cr(2)));
+    expect(first.props).toEqual(appPropsFor(SAMPLE_KIND, cr(2)));
     // A new object with the same spec (another event of the CR) is a hit.
     expect(cache.render(SAMPLE_KIND, { ...cr(2), metadata: { ...cr(2).metadata, generation: 1 } })).toBe(first);
     const scaled = cache.render(SAMPLE_KIND, cr(3));
     expect(scaled).not.toBe(first);
-    expect(scaled.find((o) => o.kind === 'Deployment')).toMatchObject({ spec: { replicas: 3 } });
+    expect(scaled.objects.find((o) => o.kind === 'Deployment')).toMatchObject({ spec: { replicas: 3 } });
+    expect(scaled.props.replicas).toBe(3);
     cache.forget({ kind: SAMPLE_KIND.kind, namespace: 'ns', name: 'a' });
     expect(cache.size).toBe(0);
   });

@@ -80,9 +80,16 @@ describe('computeStatus', () => {
     const later = new Date('2026-12-02T11:00:00Z');
     const same = computeStatus({ ...base, deployment: deployment(3, 3), pods: [pod('a', true)], previous: before, now: later });
     expect(same.conditions.map((c) => c.lastTransitionTime)).toEqual(before.conditions.map((c) => c.lastTransitionTime));
-    const failed = computeStatus({ ...base, deployment: deployment(3, 3), failure: { reason: 'ApplyFailed', message: 'm' }, previous: before, now: later });
-    expect(condition(failed, 'Degraded').lastTransitionTime).toBe('2026-12-02T11:00:00Z');
-    expect(condition(failed, 'Ready').lastTransitionTime).toBe('2026-12-02T10:00:00Z');
+    const scaled = computeStatus({ ...base, deployment: deployment(3, 2), pods: [pod('a', true)], previous: before, now: later });
+    expect(condition(scaled, 'Ready').lastTransitionTime).toBe('2026-12-02T11:00:00Z');
+    expect(condition(scaled, 'Degraded').lastTransitionTime).toBe('2026-12-02T10:00:00Z');
+  });
+
+  test('never Ready while the current generation is not applied, however ready the pods of the older spec are', () => {
+    const failed = computeStatus({ ...base, deployment: deployment(3, 3), failure: { reason: 'ApplyFailed', message: 'm' } });
+    expect(condition(failed, 'Degraded')).toMatchObject({ status: 'True', reason: 'ApplyFailed', message: 'm' });
+    expect(condition(failed, 'Ready')).toMatchObject({ status: 'False', reason: 'ApplyFailed', message: 'generation 4 is not applied (see Degraded); 3/3 pods ready' });
+    expect(failed.readyReplicas).toBe(3);
   });
 });
 

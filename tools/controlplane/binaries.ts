@@ -8,12 +8,27 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const REQUIRED_BINARIES = ['etcd', 'kube-apiserver', 'kube-controller-manager'] as const;
-export const OPTIONAL_BINARIES = ['kube-scheduler', 'kwok'] as const;
+/** The real node's binaries (`ControlPlane.start({ realNode: true })`), optional like kube-scheduler and kwok. */
+export const NODE_BINARIES = [
+  'kubelet',
+  'kube-proxy',
+  'containerd',
+  'containerd-shim-runc-v2',
+  'ctr',
+  'crictl',
+  'pause',
+  'bridge',
+  'host-local',
+  'loopback',
+  'portmap',
+] as const;
+export const OPTIONAL_BINARIES = ['kube-scheduler', 'kwok', ...NODE_BINARIES] as const;
 export type RequiredBinary = (typeof REQUIRED_BINARIES)[number];
+export type NodeBinary = (typeof NODE_BINARIES)[number];
 export type OptionalBinary = (typeof OPTIONAL_BINARIES)[number];
 export type BinaryName = RequiredBinary | OptionalBinary;
 
-export interface Binaries {
+export type Binaries = {
   etcd: string;
   'kube-apiserver': string;
   'kube-controller-manager': string;
@@ -22,7 +37,7 @@ export interface Binaries {
   kwok?: string;
   /** Where the binaries came from ('env' or the cache folder), for diagnostics. */
   source: string;
-}
+} & Partial<Record<NodeBinary, string>>;
 
 const here = dirname(fileURLToPath(import.meta.url));
 const buildScript = join(here, 'build.sh');

@@ -4,7 +4,15 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { unwatchProcessGroup, watchProcessGroup } from './watchdog.js';
 
-export type ComponentName = 'etcd' | 'kube-apiserver' | 'kube-controller-manager' | 'kube-scheduler' | 'kwok';
+export type ComponentName =
+  | 'etcd'
+  | 'kube-apiserver'
+  | 'kube-controller-manager'
+  | 'kube-scheduler'
+  | 'kwok'
+  | 'containerd'
+  | 'kubelet'
+  | 'kube-proxy';
 
 export interface ExitInfo {
   code: number | null;
@@ -22,6 +30,8 @@ export class Component {
     private readonly binary: string,
     private readonly args: readonly string[],
     readonly logPath: string,
+    /** Extra environment on top of this process's. */
+    private readonly env?: NodeJS.ProcessEnv,
   ) {}
 
   get running(): boolean {
@@ -37,7 +47,8 @@ export class Component {
     const log = openSync(this.logPath, 'a');
     try {
       this.exitInfo = undefined;
-      const child = spawn(this.binary, this.args, { stdio: ['ignore', log, log], detached: true });
+      const env = this.env ? { ...process.env, ...this.env } : undefined;
+      const child = spawn(this.binary, this.args, { stdio: ['ignore', log, log], detached: true, env });
       this.child = child;
       this.exitPromise = new Promise((resolve) => {
         child.on('error', () => resolve(this.markExited(child, { code: null, signal: null })));

@@ -46,16 +46,21 @@ export interface ApiserverFiles {
   nodePortRange?: string;
   /** Serve /debug/pprof. Default false. */
   profiling?: boolean;
+  /** A real node runs: bind and advertise its address, keep the `kubernetes` Service's endpoints. */
+  realNode?: { address: string; serviceCidr: string };
 }
 
 export function apiserverArgs(ports: Ports, files: ApiserverFiles): string[] {
+  // Recent API servers refuse a loopback address in the `kubernetes` Service's endpoints. On the kwok
+  // node nothing in-cluster needs them (there are no real pods), so they are not maintained; pods on a
+  // real node reach the API server through that Service at the node's address (the self-signed
+  // serving certificate names the advertise address and the Service's ClusterIP).
+  const node = files.realNode;
   const args = [
     `--etcd-servers=${etcdUrl(ports)}`,
-    '--bind-address=127.0.0.1',
-    '--advertise-address=127.0.0.1',
-    // Recent API servers refuse a loopback address in the `kubernetes` Service's endpoints; nothing
-    // in-cluster needs them here (there are no real pods), so do not maintain them.
-    '--endpoint-reconciler-type=none',
+    `--bind-address=${node?.address ?? '127.0.0.1'}`,
+    `--advertise-address=${node?.address ?? '127.0.0.1'}`,
+    `--endpoint-reconciler-type=${node ? 'lease' : 'none'}`,
     `--secure-port=${ports.apiserver}`,
     // Self-signed serving cert (with a CA) written once into cert-dir and reused on restart.
     `--cert-dir=${files.certDir}`,
@@ -64,7 +69,7 @@ export function apiserverArgs(ports: Ports, files: ApiserverFiles): string[] {
     `--service-account-issuer=${SERVICE_ACCOUNT_ISSUER}`,
     `--service-account-key-file=${files.serviceAccountPublicKey}`,
     `--service-account-signing-key-file=${files.serviceAccountPrivateKey}`,
-    `--service-cluster-ip-range=${SERVICE_CLUSTER_IP_RANGE}`,
+    `--service-cluster-ip-range=${node?.serviceCidr ?? SERVICE_CLUSTER_IP_RANGE}`,
     `--service-node-port-range=${files.nodePortRange ?? NODE_PORT_RANGE}`,
     `--profiling=${files.profiling ?? false}`,
     // That plugin gives every new Node a not-ready NoSchedule taint which only the node-lifecycle

@@ -1,11 +1,13 @@
 // A real Kubernetes control plane on loopback (etcd, kube-apiserver, kube-controller-manager and,
-// when built, kube-scheduler + kwok with fake nodes, one per 2000 pods) for tests, `npm start` and benchmarks.
+// when built, kube-scheduler + kwok with fake nodes, one per 2000 pods) for tests, `npm start` and
+// benchmarks; with `realNode: true` a real node (containerd, kubelet, kube-proxy) instead of kwok.
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readAuditLogFile, type AuditEvent } from './audit.js';
+import { RealNode, type RealNodeInfo } from './real-node.js';
 import { resolveBinaries, type Binaries } from './binaries.js';
 import { track, untrack, type Stoppable } from './cleanup.js';
 import { Component, type ComponentName } from './component.js';
@@ -27,6 +29,8 @@ import { requestServiceAccountToken, writeServiceAccountKubeconfig } from './ser
 import { unwatchDir, watchDir } from './watchdog.js';
 
 export type { AuditEvent, AuditObjectRef } from './audit.js';
+export type { RealNodeInfo } from './real-node.js';
+export { RealNodeUnavailableError } from './node-preconditions.js';
 export { killWithThisProcess } from './watchdog.js';
 
 export interface ControlPlaneOptions {
@@ -46,6 +50,12 @@ export interface ControlPlaneOptions {
   nodePortRange?: string;
   /** Serve kube-apiserver's /debug/pprof (CPU profiles for `npm run bench -- --profile`). Default false. */
   profiling?: boolean;
+  /**
+   * Run a real node (containerd, kubelet, kube-proxy; needs root and Linux) instead of the kwok fake
+   * node: pods run containers, NodePorts answer on localhost. One per machine (a second start waits).
+   * The API server then binds and advertises the node's address. Default false.
+   */
+  realNode?: boolean;
 }
 
 export type RestartableComponent = 'etcd' | 'kube-apiserver';
@@ -64,6 +74,8 @@ export class ControlPlane implements Stoppable {
   readonly hasScheduler: boolean;
   /** Temp folder with data, logs (logs/<component>.log) and kubeconfigs; removed on stop(). */
   readonly dir: string;
+  /** Set when started with realNode: the node's name, address and ranges. */
+  readonly realNode?: RealNodeInfo;
 
   private readonly components = new Map<ComponentName, Component>();
   private readonly adminToken: string;
@@ -80,13 +92,16 @@ export class ControlPlane implements Stoppable {
     private readonly ports: Ports,
     hasScheduler: boolean,
     opts: ControlPlaneOptions,
+    private readonly node?: RealNode,
   ) {
     this.dir = mkdtempSync(join(tmpdir(), 'appkind-cp-'));
     watchDir(this.dir);
     mkdirSync(join(this.dir, 'logs'));
-    this.server = `https://127.0.0.1:${ports.apiserver}`;
+    this.server = `https://${node?.info.address ?? '127.0.0.1'}:${ports.apiserver}`;
+    this.realNode = node?.info;
     this.kubeconfigPath = join(this.dir, 'kubeconfig');
     this.adminToken = writeAdminTokenFile(join(this.dir, 'tokens.csv'));
+    node?.addUsers(join(this.dir, 'tokens.csv'));
     if (opts.auditLog) this.auditLogPath = join(this.dir, 'audit.log');
     this.hasScheduler = hasScheduler;
     this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
@@ -98,15 +113,24 @@ export class ControlPlane implements Stoppable {
 
   static async start(opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
     const binaries = opts.binaries ?? (await resolveBinaries({ log: opts.log }));
-    const hasScheduler = wantsScheduler(binaries, opts.scheduler);
+    const hasScheduler = opts.realNode ? true : wantsScheduler(binaries, opts.scheduler);
+    const node = opts.realNode ? await RealNode.prepare(binaries, opts.log ?? (() => undefined), opts.timeoutMs ?? DEFAULT_TIMEOUT_MS) : undefined;
     const [etcdClient, etcdPeer, apiserver, kwok] = await freePorts(4);
-    const cp = new ControlPlane(binaries, { etcdClient, etcdPeer, apiserver, kwok }, hasScheduler, opts);
+    let cp: ControlPlane;
+    try {
+      cp = new ControlPlane(binaries, { etcdClient, etcdPeer, apiserver, kwok }, hasScheduler, opts, node);
+    } catch (err) {
+      await node?.stop();
+      throw err;
+    }
     track(cp);
     const started = Date.now();
     try {
       await cp.boot();
     } catch (err) {
+      await cp.node?.stopProcesses();
       await cp.stopProcesses();
+      await cp.node?.stop();
       cp.keepLogsOnly();
       throw err;
     }
@@ -124,6 +148,13 @@ export class ControlPlane implements Stoppable {
     this.writeAdminKubeconfig();
     const kc = this.kubeConfig();
     this.startControllers();
+    if (this.node) {
+      const node = this.node;
+      const access = { server: this.server, caPem: this.caPem, logsDir: join(this.dir, 'logs') };
+      await Promise.all([this.waitForDefaultServiceAccount(kc), node.start(access, kc)]);
+      step(`controllers, scheduler and real node ${node.info.name} ready`);
+      return;
+    }
     await Promise.all([this.waitForDefaultServiceAccount(kc), this.hasScheduler ? this.waitForFakeNode(kc) : undefined]);
     step(this.hasScheduler ? 'controllers, scheduler and fake node ready' : 'controllers ready');
   }
@@ -161,6 +192,7 @@ export class ControlPlane implements Stoppable {
       serviceAccountPrivateKey: keys.privateKeyPath,
       nodePortRange: this.nodePortRange,
       profiling: this.profiling,
+      realNode: this.node && { address: this.node.info.address, serviceCidr: this.node.info.serviceCidr },
     };
     if (this.auditLogPath) {
       files.auditPolicy = join(this.dir, 'audit-policy.yaml');
@@ -196,7 +228,9 @@ export class ControlPlane implements Stoppable {
     const keyFile = join(this.dir, 'sa.key');
     this.add('kube-controller-manager', this.binaries['kube-controller-manager'], controllerManagerArgs(this.kubeconfigPath, keyFile, caFile));
     const { 'kube-scheduler': scheduler, kwok } = this.binaries;
-    if (this.hasScheduler && scheduler && kwok) {
+    if (this.node && scheduler) {
+      this.add('kube-scheduler', scheduler, schedulerArgs(this.kubeconfigPath));
+    } else if (this.hasScheduler && scheduler && kwok) {
       this.add('kube-scheduler', scheduler, schedulerArgs(this.kubeconfigPath));
       this.add('kwok', kwok, kwokArgs(this.kubeconfigPath, this.ports));
     }
@@ -252,6 +286,29 @@ export class ControlPlane implements Stoppable {
     return path;
   }
 
+  private requireNode(): RealNode {
+    if (!this.node) throw new Error('controlplane: started without realNode: true; images run only on a real node');
+    return this.node;
+  }
+
+  /**
+   * Loads an image from podman/buildah storage into the real node (as `kind load docker-image`), under
+   * its normalized name or under `as` (e.g. a local stand-in for a public image). Returns that name.
+   */
+  loadImage(ref: string, as?: string): Promise<string> {
+    return this.requireNode().loadImage(ref, as);
+  }
+
+  /** Imports an OCI or docker image archive into the real node; with `as`, under that name too. */
+  loadImageArchive(archive: string, as?: string): Promise<string> {
+    return this.requireNode().loadImageArchive(archive, as);
+  }
+
+  /** Image names the real node's containerd holds. */
+  nodeImages(): Promise<string[]> {
+    return this.requireNode().images();
+  }
+
   /** Every audit event so far (blocking mode: a finished request is already in the file). */
   async readAuditLog(): Promise<AuditEvent[]> {
     if (!this.auditLogPath) throw new Error('controlplane: started without auditLog: true');
@@ -264,7 +321,7 @@ export class ControlPlane implements Stoppable {
     for (const [name, component] of this.components) {
       if (component.pid !== undefined) pids[name] = component.pid;
     }
-    return pids;
+    return { ...pids, ...this.node?.pids() };
   }
 
   /** Log file of a component, e.g. for a test's failure message. */
@@ -275,7 +332,9 @@ export class ControlPlane implements Stoppable {
   /** Stops every process and removes the temp folder. Safe to call more than once. */
   stop(): Promise<void> {
     this.stopping ??= (async () => {
+      await this.node?.stopProcesses();
       await this.stopProcesses();
+      await this.node?.stop();
       await rm(this.dir, { recursive: true, force: true });
       unwatchDir(this.dir);
       untrack(this);
@@ -303,6 +362,7 @@ export class ControlPlane implements Stoppable {
   }
 
   killSync(): void {
+    this.node?.killSync();
     for (const component of this.components.values()) component.killSync();
     rmSync(this.dir, { recursive: true, force: true });
   }

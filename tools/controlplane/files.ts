@@ -1,7 +1,7 @@
 // The files the control plane is configured with: ServiceAccount signing keys, the static admin
 // token, the audit policy and kubeconfigs. Everything lives in the control plane's temp folder.
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { appendFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 
@@ -33,6 +33,13 @@ export const ADMIN_USER = 'appkind-admin';
 export function writeAdminTokenFile(path: string): string {
   const token = randomBytes(24).toString('hex');
   writeFileSync(path, `${token},${ADMIN_USER},${ADMIN_USER},"system:masters"\n`, { mode: 0o600 });
+  return token;
+}
+
+/** Adds a user to the static token file (the real node's kubelet and kube-proxy); returns its token. */
+export function addTokenUser(path: string, user: string, groups: readonly string[]): string {
+  const token = randomBytes(24).toString('hex');
+  appendFileSync(path, `${token},${user},${user}${groups.length ? `,"${groups.join(',')}"` : ''}\n`);
   return token;
 }
 

@@ -1,0 +1,3 @@
+module github.com/appkind/examples/echo
+
+go 1.26

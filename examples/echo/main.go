@@ -1,0 +1,70 @@
+// Command echo is the walkthrough's app on the real node: a local stand-in for the sample kind's image
+// (takeyan/flask:0.0.3, which no registry can serve here). GET /api/echo?... answers with the JSON
+// fields of the original walkthrough; the pod facts come from the Downward API env (POD_NAME, POD_IP,
+// NODE_NAME), else from the hostname and the first non-loopback address.
+package main
+
+import (
+	"encoding/json"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"time"
+)
+
+type echo struct {
+	API         string `json:"api"`
+	NodeName    string `json:"nodename"`
+	PodIP       string `json:"pod_ip"`
+	PodName     string `json:"podname"`
+	QueryString string `json:"query_string"`
+	Timestamp   string `json:"timestamp"`
+}
+
+func firstNonLoopbackIP() string {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return ""
+	}
+	for _, addr := range addrs {
+		if ipnet, ok := addr.(*net.IPNet); ok && !ipnet.IP.IsLoopback() && ipnet.IP.To4() != nil {
+			return ipnet.IP.String()
+		}
+	}
+	return ""
+}
+
+func envOr(name string, fallback func() string) string {
+	if value := os.Getenv(name); value != "" {
+		return value
+	}
+	return fallback()
+}
+
+func hostname() string {
+	name, _ := os.Hostname()
+	return name
+}
+
+func main() {
+	podName := envOr("POD_NAME", hostname)
+	podIP := envOr("POD_IP", firstNonLoopbackIP)
+	nodeName := envOr("NODE_NAME", hostname)
+	port := envOr("PORT", func() string { return "5000" })
+
+	http.HandleFunc("GET /api/echo", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(echo{
+			API:         r.URL.Path,
+			NodeName:    nodeName,
+			PodIP:       podIP,
+			PodName:     podName,
+			QueryString: r.URL.RawQuery,
+			Timestamp:   time.Now().UTC().Format(time.RFC3339Nano),
+		})
+	})
+	http.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	log.Printf("echo: a local stand-in for takeyan/flask:0.0.3, listening on :%s (pod %s, %s, node %s)", port, podName, podIP, nodeName)
+	log.Fatal(http.ListenAndServe(":"+port, nil))
+}
