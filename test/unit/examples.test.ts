@@ -59,6 +59,14 @@ describe('examples/real-apps.yaml', () => {
     expect(container.readinessProbe).toEqual({ httpGet: { path: '/', port: 5000 }, periodSeconds: 5 });
     const env = specOf(kinds.get('FlaskApp')!).env!;
     expect(env['x-kubernetes-validations']).toEqual([{ rule: "self.all(e, !(e.name in ['DATABASE_URL']))", message: 'spec.env may not set DATABASE_URL: the kind reserves it' }]);
+    // Under items the rules must be written as the API server reads them (cdk8s does not translate there).
+    const item = env.items as { 'x-kubernetes-validations': unknown; properties: { valueFrom: Record<string, unknown> } };
+    expect(item['x-kubernetes-validations']).toEqual([{ rule: '!(has(self.value) && has(self.valueFrom))', message: 'give value or valueFrom, not both' }]);
+    expect(item.properties.valueFrom['x-kubernetes-validations']).toEqual([{
+      rule: '[has(self.configMapKeyRef), has(self.secretKeyRef), has(self.fieldRef)].filter(x, x).size() == 1',
+      message: 'valueFrom needs exactly one of configMapKeyRef, secretKeyRef, fieldRef',
+    }]);
+    expect(JSON.stringify(specOf(kinds.get('FlaskApp')!))).not.toContain('xKubernetes');
   });
 
   test('nginx: read-only root filesystem with writable /var/cache/nginx, /var/run and /tmp; a ClusterIP Service', () => {
