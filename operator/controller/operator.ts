@@ -31,19 +31,12 @@ import { RenderCache } from './render-cache.js';
 import { StatusPacer } from './status-pacer.js';
 
 /**
- * Our Deployments: those carrying the children's label, so the cache (and the watch events of every
- * Deployment status update in the cluster) grows with our objects, not with the cluster's. Someone
- * else's Deployment that takes a child's name is found by the create-only first apply and watched by
- * name while it blocks a CR (ConflictWatches).
+ * Our Deployments and Services: those carrying the children's label, so the caches grow with our
+ * objects, not with the cluster's. Someone else's object that takes a child's name is found by the
+ * create-only first apply and watched by name while it blocks a CR (ConflictWatches).
  */
 const DEPLOYMENTS: WatchSource = { apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments', labelSelector: CHILD_SELECTOR };
-/**
- * Every Service of the watched namespaces (as controller-runtime's Owns() does): a Service of
- * someone else's that gives up a NodePort a Degraded CR asks for retries that CR at once
- * (freedNodePorts; nodeport-wait.test.ts), and a NodePort's holder is found by no field selector.
- * Services change seldom, unlike Deployments, so their watch events stay few.
- */
-const SERVICES: WatchSource = { apiVersion: 'v1', kind: 'Service', plural: 'services' };
+const SERVICES: WatchSource = { apiVersion: 'v1', kind: 'Service', plural: 'services', labelSelector: CHILD_SELECTOR };
 /** Only our pods: status reads nothing else of pods. */
 const OUR_PODS: WatchSource = { apiVersion: 'v1', kind: 'Pod', plural: 'pods', labelSelector: CHILD_SELECTOR };
 /** Our ReplicaSets: which pods belong to a CR's own Deployment. */
