@@ -25,18 +25,12 @@ import {
   replicaSetSummary,
   statusOnlyChange,
 } from './indexes.js';
-import { ConflictWatches } from './conflicts.js';
 import { CachedResource, CHILD_SELECTOR, controllerOf, Reconciler } from './reconcile.js';
 import { RenderCache } from './render-cache.js';
 import { StatusPacer } from './status-pacer.js';
 
-/**
- * Our Deployments and Services: those carrying the children's label, so the caches grow with our
- * objects, not with the cluster's. Someone else's object that takes a child's name is found by the
- * create-only first apply and watched by name while it blocks a CR (ConflictWatches).
- */
-const DEPLOYMENTS: WatchSource = { apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments', labelSelector: CHILD_SELECTOR };
-const SERVICES: WatchSource = { apiVersion: 'v1', kind: 'Service', plural: 'services', labelSelector: CHILD_SELECTOR };
+const DEPLOYMENTS: WatchSource = { apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments' };
+const SERVICES: WatchSource = { apiVersion: 'v1', kind: 'Service', plural: 'services' };
 /** Only our pods: status reads nothing else of pods. */
 const OUR_PODS: WatchSource = { apiVersion: 'v1', kind: 'Pod', plural: 'pods', labelSelector: CHILD_SELECTOR };
 /** Our ReplicaSets: which pods belong to a CR's own Deployment. */
@@ -62,7 +56,6 @@ export class Operator {
   readonly rest: RestClient;
   private readonly controller: Controller<AppCaches>;
   private readonly kinds: ReadonlyMap<string, AppKind>;
-  private readonly conflicts: ConflictWatches;
 
   constructor(
     kc: KubeAccess,
@@ -77,11 +70,9 @@ export class Operator {
     // Children keep our own apply entry of managedFields: what we own, to release what render() stops giving.
     const children = { transform: withOwnManagedFields(settings.fieldManager), indexers: { [OWNER_INDEX]: ownerIndex } };
     const watching = { rest, log, namespaces: settings.namespaces, staleMs: settings.watchStaleSeconds * 1000, onThrottled };
-    // An object of someone else's that blocked a CR is gone: retry that CR now.
-    this.conflicts = new ConflictWatches(watching, (obj) =>
-      this.conflictingWith(this.controller.keys, obj.kind as 'Deployment' | 'Service', obj),
-    );
 
+    // Deployments and Services: every one in the watched namespaces (as controller-runtime's Owns()
+    // does), so a name the cache lacks does not exist and the first apply needs no read.
     this.controller = ControllerBuilder.create('appkind', watching)
       .for<'crs', CachedResource>('crs', settings.kinds.map(crsOf), (keys, e) => this.onCr(keys, e), {
         transform: withoutManagedFields,
@@ -109,7 +100,6 @@ export class Operator {
             log,
             renders: new RenderCache(),
             pacer: new StatusPacer(settings.statusIntervalMs),
-            conflicts: this.conflicts,
           });
           return (key, log) => reconciler.reconcile(key, log);
         },
@@ -269,9 +259,7 @@ export class Operator {
    * Stops taking work, waits for in-flight reconciles up to graceMs, stops the watches. The client
    * stays open (the lease is released through it); `rest.close()` ends its connections.
    */
-  async stop(graceMs: number): Promise<boolean> {
-    const finished = await this.controller.stop(graceMs);
-    this.conflicts.stop();
-    return finished;
+  stop(graceMs: number): Promise<boolean> {
+    return this.controller.stop(graceMs);
   }
 }

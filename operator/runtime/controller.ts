@@ -146,8 +146,6 @@ export class ControllerBuilder<C extends object = object> {
 export class Controller<C extends object> {
   readonly queue: WorkQueue;
   readonly caches: C;
-  /** Where keys go: for events of watches the builder did not declare (started while running). */
-  readonly keys: KeySink;
   private readonly all: Lifecycle[] = [];
   private readonly running = new Set<string>();
 
@@ -159,14 +157,14 @@ export class Controller<C extends object> {
     queueOpts: QueueOptions,
     hooks?: QueueHooks,
   ) {
-    const keys: KeySink = (this.keys = {
+    const keys: KeySink = {
       add: (key) => this.queue.add(key),
       addUnlessFailing: (key) => this.queue.addUnlessFailing(key),
       retryNow: (key) => {
         this.queue.forget(key);
         this.queue.add(key);
       },
-    });
+    };
     const caches: Record<string, unknown> = {};
     for (const w of watches) {
       const built = w.build(ctx, keys);

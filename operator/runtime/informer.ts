@@ -17,8 +17,6 @@ export interface InformerSource {
   /** One namespace, or all when unset. */
   readonly namespace?: string;
   readonly labelSelector?: string;
-  /** E.g. `metadata.name=x`: one object by name. */
-  readonly fieldSelector?: string;
 }
 
 export type InformerEventType = 'add' | 'update' | 'delete';
@@ -201,14 +199,13 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
   }
 
   private async relist(): Promise<void> {
-    const { apiVersion, kind, namespace, labelSelector, fieldSelector } = this.source;
+    const { apiVersion, kind, namespace, labelSelector } = this.source;
     // Into a new store, page by page: the old one stays readable until the whole list is in.
     const old = { store: this.store, indices: this.indices };
     const fresh = { store: new Map<string, T>(), indices: new Map<string, Map<string, Set<string>>>() };
     let resourceVersion: string | undefined;
     for await (const page of this.opts.rest.pages<T>(apiVersion, kind, namespace, labelSelector, {
       limit: this.opts.pageSize ?? PAGE_SIZE,
-      fieldSelector,
     })) {
       for (const item of page.items) {
         const obj = this.trim(item);
@@ -270,7 +267,6 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
         resourceVersion: this.resourceVersion,
         allowWatchBookmarks: true,
         labelSelector: this.source.labelSelector,
-        fieldSelector: this.source.fieldSelector,
         // The server ends the watch now and then; we resume from the last resourceVersion.
         timeoutSeconds: 240 + Math.floor(Math.random() * 120),
       };

@@ -514,7 +514,7 @@ export class RestClient {
     kind: string,
     namespace?: string,
     labelSelector?: string,
-    opts: { limit?: number; fieldSelector?: string } = {},
+    opts: { limit?: number } = {},
   ): Promise<{ items: T[]; resourceVersion?: string }> {
     const items: T[] = [];
     let resourceVersion: string | undefined;
@@ -537,13 +537,13 @@ export class RestClient {
     kind: string,
     namespace?: string,
     labelSelector?: string,
-    opts: { limit?: number; fieldSelector?: string } = {},
+    opts: { limit?: number } = {},
   ): AsyncGenerator<{ items: T[]; resourceVersion?: string }> {
     const path = await this.path(apiVersion, kind, namespace);
     let next: string | undefined;
     do {
       const page = await this.request<{ items: T[]; metadata?: { resourceVersion?: string; continue?: string } }>('GET', path, {
-        query: { labelSelector, fieldSelector: opts.fieldSelector, limit: opts.limit, continue: next },
+        query: { labelSelector, limit: opts.limit, continue: next },
       });
       next = page.metadata?.continue || undefined;
       yield { items: page.items.map((i) => ({ ...i, apiVersion, kind })), resourceVersion: page.metadata?.resourceVersion };
