@@ -74,14 +74,14 @@ export interface OperatorBundleProps {
    */
   readonly replicas?: number;
   /**
-   * CPU and memory requests and limits. The default memory limit covers about 1000 CRs (`npm run bench`
-   * measured a peak RSS of 305 MiB at N=1000, 191 MiB at N=100); raise it for more.
+   * CPU and memory requests and limits. The default memory limit covers about 1000 CRs (docs/benchmark.md
+   * has the operator's memory against the number of CRs); raise it for more.
    * @default requests 50m/128Mi, limits 500m/512Mi
    */
   readonly resources?: ResourceRequirements;
   /**
    * Parallel reconciles (WORKERS).
-   * @default 2
+   * @default 8
    */
   readonly workers?: number;
   /**

@@ -99,7 +99,7 @@ export class Operator {
             renders: new RenderCache(),
             pacer: new StatusPacer(settings.statusIntervalMs),
           });
-          return (key) => reconciler.reconcile(key);
+          return (key, log) => reconciler.reconcile(key, log);
         },
         // Failing CRs back off up to DEGRADED_RETRY_SECONDS: a cause that ends without an event the
         // operator sees (a NodePort freed outside the watched namespaces) is noticed at the next retry.

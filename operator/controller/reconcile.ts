@@ -1,5 +1,5 @@
 import { KubernetesObject, V1Deployment, V1OwnerReference, V1Pod, V1ReplicaSet, V1Service } from '@kubernetes/client-node';
-import { AppKind, ContainerApp } from 'cdk8s-appkind';
+import { AppKind, ContainerApp, ContainerAppProps } from 'cdk8s-appkind';
 import { AppResource, appPropsFor, KubeObject } from '../kinds/render.js';
 import { appliedFieldsOf, drift as driftOf, firstReleased } from './apply.js';
 import { CacheReader, OWNER_INDEX } from '../runtime/cache.js';
@@ -7,10 +7,10 @@ import { Expectations } from '../runtime/expectations.js';
 import { parseRefKey, refKey, refOf } from '../runtime/ref.js';
 import { EventRecorder } from '../runtime/events.js';
 import { apiFailure, ApiFailure, describeObject } from '../runtime/kube.js';
-import { Logger } from '../runtime/log.js';
+import { Logger, reconcileFields } from '../runtime/log.js';
 import { imagePolicyFailure } from './policy.js';
 import { HandlerResult } from '../runtime/queue.js';
-import { RenderCache } from './render-cache.js';
+import { RenderCache, Rendered } from './render-cache.js';
 import { isCreateOnlyRefusal, KubeClient } from '../runtime/rest.js';
 import { StatusPacer, urgent } from './status-pacer.js';
 import { throttleDelayMs, ThrottledError } from '../runtime/throttle.js';
@@ -85,7 +85,7 @@ export class Reconciler {
   }
 
   /** Resolves with a delay when a coalesced status change still waits to be written. */
-  async reconcile(key: string): Promise<HandlerResult> {
+  async reconcile(key: string, log: Logger = this.deps.log.child(reconcileFields(key))): Promise<HandlerResult> {
     const ref = parseRefKey(key);
     const kind = this.deps.kinds.get(ref.kind);
     const cr = this.deps.crs.get(ref.kind)?.get(ref.namespace, ref.name);
@@ -95,18 +95,21 @@ export class Reconciler {
       this.deps.pacer?.forget(key);
       return;
     }
-    const log = this.deps.log.child({ key });
 
     // A refused image is never rendered, so nothing is applied or pruned: existing children stay as they were.
     let failure: ReconcileFailure | undefined = imagePolicyFailure(kind, cr);
     let desired: KubeObject[] = [];
+    let rendered: Rendered | undefined;
     if (!failure) {
       try {
-        desired = this.renders.render(kind, cr).map((obj) => this.owned(obj, cr));
+        rendered = this.renders.render(kind, cr);
+        desired = rendered.objects.map((obj) => this.owned(obj, cr));
       } catch (e) {
         failure = { reason: 'InvalidSpec', message: (e as Error).message };
       }
     }
+    // What status reads of the props (names, labels, size) holds also for a spec render() refused.
+    const props = rendered?.props ?? appPropsFor(kind, cr);
     // The children are independent: apply them in parallel, report the first failure in order.
     // What the API server answered to our applies is newer than the cache (a new Service's NodePort):
     // status uses it, so a create's first status already carries the NodePort.
@@ -123,7 +126,7 @@ export class Reconciler {
         : undefined;
     let waitMs: number;
     try {
-      waitMs = await this.writeStatus(key, kind, cr, failure, fresh, log);
+      waitMs = await this.writeStatus(key, props, cr, failure, fresh, log);
     } finally {
       await event;
     }
@@ -254,14 +257,13 @@ export class Reconciler {
   /** Writes status when it changed; returns how long a coalesced change still waits (0: none). */
   private async writeStatus(
     key: string,
-    kind: AppKind,
+    props: ContainerAppProps,
     cr: CachedResource,
     failure: ReconcileFailure | undefined,
     fresh: Map<string, KubernetesObject>,
     log: Logger,
   ): Promise<number> {
     const ns = cr.metadata.namespace!;
-    const props = appPropsFor(kind, cr);
     const names = ContainerApp.objectNames(props.name!);
     // Only children this CR controls count: an object of the same name that someone else owns
     // (Degraded NameConflict) must not lend the CR its replicas or NodePort.
@@ -281,12 +283,13 @@ export class Reconciler {
       now: this.deps.now?.() ?? new Date(),
     });
     if (statusEqual(cr.status, status)) return 0;
-    const waitMs = this.deps.pacer?.delayMs(key, cr.status, status) ?? 0;
+    const isUrgent = urgent(cr.status, status); // also a first status
+    const waitMs = this.deps.pacer?.delayMs(key, cr.status, status, isUrgent) ?? 0;
     if (waitMs > 0) return waitMs;
     try {
       // A merge patch keeps fields it does not mention: null removes a NodePort that is gone.
       await this.deps.rest.patchStatus(cr, { ...status, nodePort: status.nodePort ?? null });
-      this.deps.pacer?.wrote(key, urgent(cr.status, status)); // urgent: also a first status
+      this.deps.pacer?.wrote(key, isUrgent);
       log.info('status updated', {
         replicas: status.replicas,
         readyReplicas: status.readyReplicas,

@@ -26,12 +26,6 @@ export class ResourceCache<T extends KubernetesObject = KubernetesObject> implem
     return this.informers.flatMap((i) => i.byIndex(index, value));
   }
 
-  /** Objects in one namespace, or all. */
-  list(namespace?: string): T[] {
-    const all = this.informers.flatMap((i) => i.list());
-    return namespace === undefined ? all : all.filter((o) => o.metadata?.namespace === namespace);
-  }
-
   get synced(): boolean {
     return this.informers.every((i) => i.hasSynced);
   }

@@ -4,7 +4,7 @@
 import { KubernetesObject } from '@kubernetes/client-node';
 import { ResourceCache } from './cache.js';
 import { IndexFunc, Informer, InformerEventType, InformerSource } from './informer.js';
-import { Logger } from './log.js';
+import { Logger, reconcileFields } from './log.js';
 import { HandlerResult, QueueHooks, QueueOptions, WorkQueue } from './queue.js';
 import { RestClient } from './rest.js';
 
@@ -47,8 +47,11 @@ export interface WatchContext {
   readonly onThrottled?: (method: string, code: number, delayMs: number) => void;
 }
 
-/** Reconciles one key; a thrown error retries it with backoff. */
-export type Reconcile = (key: string) => Promise<HandlerResult>;
+/**
+ * Reconciles one key, logging through `log` (every line carries controller, namespace, name, the key
+ * and a reconcile id); a thrown error retries it with backoff.
+ */
+export type Reconcile = (key: string, log: Logger) => Promise<HandlerResult>;
 
 /** What the controller starts, waits for and stops of a cache. */
 interface Lifecycle {
@@ -169,12 +172,13 @@ export class Controller<C extends object> {
 
   private async run(key: string, reconcile: Reconcile): Promise<HandlerResult> {
     this.running.add(key);
-    this.ctx.log.debug('reconcile started', { key });
+    const log = this.ctx.log.child(reconcileFields(key));
+    log.debug('reconcile started');
     try {
-      return await reconcile(key);
+      return await reconcile(key, log);
     } finally {
       this.running.delete(key);
-      this.ctx.log.debug('reconcile finished', { key });
+      log.debug('reconcile finished');
     }
   }
 

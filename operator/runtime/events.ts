@@ -1,7 +1,7 @@
 import { CoreV1Event, KubernetesObject } from '@kubernetes/client-node';
 import { apiFailure } from './kube.js';
 import { Logger } from './log.js';
-import { RestClient } from './rest.js';
+import { resourcePath, RestClient } from './rest.js';
 
 /** Records Kubernetes Events on a CR, as `kubectl describe` shows them. */
 export class EventRecorder {
@@ -33,7 +33,7 @@ export class EventRecorder {
       count: 1,
     };
     try {
-      await this.rest.request('POST', `/api/v1/namespaces/${encodeURIComponent(namespace)}/events`, { body: event });
+      await this.rest.request('POST', resourcePath({ apiVersion: 'v1', plural: 'events', namespace }), { body: event });
     } catch (e) {
       log.warn('could not record event', { reason, error: apiFailure(e).message.split('\n')[0] });
     }

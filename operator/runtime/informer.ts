@@ -1,7 +1,8 @@
 import { KubernetesObject } from '@kubernetes/client-node';
-import { apiFailure, objectKey, sleep } from './kube.js';
+import { apiFailure, objectKey } from './kube.js';
+import { sleep } from './sleep.js';
 import { Logger } from './log.js';
-import { RestClient } from './rest.js';
+import { resourcePath, RestClient } from './rest.js';
 import { throttleDelayMs } from './throttle.js';
 
 /** What to list and watch. */
@@ -146,9 +147,7 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
   }
 
   private get path(): string {
-    const { apiVersion, plural, namespace } = this.source;
-    const base = apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
-    return namespace ? `${base}/namespaces/${namespace}/${plural}` : `${base}/${plural}`;
+    return resourcePath(this.source);
   }
 
   private async loop(): Promise<void> {

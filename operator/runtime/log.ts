@@ -1,8 +1,12 @@
-// Structured logs: one JSON object a line on stdout, so log collectors parse them without rules.
+// Structured logs through pino: one JSON object a line on stdout, so log collectors parse them without
+// rules; errors keep their type, stack and cause chain.
+import { randomUUID } from 'node:crypto';
+import { pino, stdSerializers, type Logger as PinoLogger } from 'pino';
+import { parseRefKey } from './ref.js';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
-/** Extra fields on a log line; Error values are written as their message. */
+/** Extra fields on a log line; Error values, also nested, are written with their type, message, stack and cause. */
 export type LogFields = Record<string, unknown>;
 
 /** A structured logger; `child` binds fields (such as the CR key) to every line it writes. */
@@ -25,47 +29,76 @@ export interface LoggerOptions {
   now?: () => Date;
 }
 
-const SEVERITY: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 /** Keys the logger owns; a field of the same name must not hide them. */
 const RESERVED = new Set(['ts', 'level', 'msg']);
+/** Nesting followed to find errors; deeper values are written as they are. */
+const MAX_DEPTH = 4;
 
-/** JSON.stringify replacer: errors become their message, bigints strings (JSON has neither). */
-function replacer(_key: string, value: unknown): unknown {
-  if (value instanceof Error) return value.message;
+/** `value` with every Error in it (also in arrays and plain objects) serialized, bigints as strings. */
+function serializable(value: unknown, depth = 0): unknown {
+  if (value instanceof Error) return stdSerializers.errWithCause(value);
   if (typeof value === 'bigint') return value.toString();
-  return value;
+  if (depth >= MAX_DEPTH || value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) return value.map((v) => serializable(v, depth + 1));
+  if (Object.getPrototypeOf(value) !== Object.prototype) return value;
+  const out: LogFields = {};
+  for (const [k, v] of Object.entries(value)) out[k] = serializable(v, depth + 1);
+  return out;
 }
 
-/** Serializes one line; fields that cannot be serialized (cycles) are replaced by a note, never thrown. */
-export function formatLine(ts: Date, level: LogLevel, msg: string, fields: LogFields): string {
-  const line: LogFields = { ts: ts.toISOString(), level, msg };
-  for (const [key, value] of Object.entries(fields)) {
-    if (!RESERVED.has(key) && value !== undefined) line[key] = value;
+function fieldsOf(obj: LogFields): LogFields {
+  const out: LogFields = {};
+  for (const [key, value] of Object.entries(obj)) {
+    if (!RESERVED.has(key) && value !== undefined) out[key] = serializable(value);
   }
-  try {
-    return JSON.stringify(line, replacer);
-  } catch (e) {
-    return JSON.stringify({ ts: line.ts, level, msg, logError: `fields not serializable: ${(e as Error).message}` });
+  return out;
+}
+
+class PinoAdapter implements Logger {
+  constructor(private readonly p: PinoLogger) {}
+  debug(msg: string, fields?: LogFields): void {
+    this.p.debug(fields ?? {}, msg);
+  }
+  info(msg: string, fields?: LogFields): void {
+    this.p.info(fields ?? {}, msg);
+  }
+  warn(msg: string, fields?: LogFields): void {
+    this.p.warn(fields ?? {}, msg);
+  }
+  error(msg: string, fields?: LogFields): void {
+    this.p.error(fields ?? {}, msg);
+  }
+  child(fields: LogFields): Logger {
+    // pino's bindings formatter sees only the base bindings, not a child's: serialize them here.
+    return new PinoAdapter(this.p.child(fieldsOf(fields)));
   }
 }
 
 /** A logger writing lines at `level` and above. */
 export function createLogger(level: LogLevel, opts: LoggerOptions = {}): Logger {
-  const write = opts.write ?? ((line: string) => process.stdout.write(line + '\n'));
   const now = opts.now ?? (() => new Date());
-  const min = SEVERITY[level];
-  const bound = opts.fields ?? {};
-  const emit = (lvl: LogLevel) => (msg: string, fields?: LogFields) => {
-    if (SEVERITY[lvl] < min) return;
-    write(formatLine(now(), lvl, msg, fields ? { ...bound, ...fields } : bound));
-  };
-  return {
-    debug: emit('debug'),
-    info: emit('info'),
-    warn: emit('warn'),
-    error: emit('error'),
-    child: (fields) => createLogger(level, { write, now, fields: { ...bound, ...fields } }),
-  };
+  const write = opts.write;
+  const p = pino(
+    {
+      level,
+      base: null,
+      messageKey: 'msg',
+      timestamp: () => `,"ts":"${now().toISOString()}"`,
+      formatters: { level: (label) => ({ level: label }), log: fieldsOf },
+      // fieldsOf serializes errors under any key; pino's own `err` serializer would see them serialized already.
+      serializers: { err: (value: unknown) => value },
+    },
+    // Synchronous: a line logged just before process.exit() is not lost.
+    write ? { write: (line: string) => write(line.endsWith('\n') ? line.slice(0, -1) : line) } : pino.destination({ dest: 1, sync: true }),
+  );
+  const log = new PinoAdapter(p);
+  return opts.fields ? log.child(opts.fields) : log;
+}
+
+/** The fields of every log line of one reconcile of `key`, as controller-runtime names them, and a new reconcile id. */
+export function reconcileFields(key: string): LogFields {
+  const ref = parseRefKey(key);
+  return { controller: ref.kind.toLowerCase(), namespace: ref.namespace, name: ref.name, reconcileID: randomUUID(), key };
 }
 
 /** A logger that drops everything, for library code called without one. */

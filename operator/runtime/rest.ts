@@ -1,28 +1,18 @@
 import { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { Agent as HttpsAgent, AgentOptions, request as httpsRequest, RequestOptions } from 'node:https';
 import { Agent as HttpAgent, OutgoingHttpHeaders, request as httpRequest } from 'node:http';
+import { abortError, sleep } from './sleep.js';
 import { BackoffOptions, isThrottled, parseRetryAfter, throttleDelayMs } from './throttle.js';
 
-/** Waits `ms`; an abort ends the wait at once, rejecting with the signal's reason. */
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', aborted);
-      resolve();
-    }, ms).unref();
-    function aborted(): void {
-      clearTimeout(timer);
-      reject(abortError(signal!));
-    }
-    if (signal?.aborted) aborted();
-    else signal?.addEventListener('abort', aborted, { once: true });
-  });
+/** `/api/v1` or `/apis/<group>/<version>`: where a group version's resources are served. */
+export function groupVersionPath(apiVersion: string): string {
+  return apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
 }
 
-/** What a request given up through its signal rejects with. */
-function abortError(signal: AbortSignal): Error {
-  const reason: unknown = signal.reason;
-  return reason instanceof Error ? reason : new Error(`request aborted${reason === undefined ? '' : `: ${String(reason)}`}`);
+/** URL path of a collection (in one namespace, or all) or, with a name, of one object. */
+export function resourcePath(r: { apiVersion: string; plural: string; namespace?: string; name?: string }): string {
+  const ns = r.namespace ? `/namespaces/${encodeURIComponent(r.namespace)}` : '';
+  return `${groupVersionPath(r.apiVersion)}${ns}/${r.plural}${r.name ? `/${encodeURIComponent(r.name)}` : ''}`;
 }
 
 /** The body as JSON; a plain-text body (`404 page not found`) as its message. */
@@ -198,8 +188,7 @@ export class RestClient {
   }
 
   async request<T>(method: string, path: string, opts: RequestOpts = {}): Promise<T> {
-    const url = new URL(this.server + path);
-    for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
+    const url = this.url(path, opts.query ?? {});
     const body = opts.body === undefined ? undefined : JSON.stringify(opts.body);
     let refresh = false;
     let resent = false;
@@ -276,9 +265,7 @@ export class RestClient {
     onEvent: (type: string, object: unknown) => void,
     opts: { signal?: AbortSignal; idleMs?: number } = {},
   ): Promise<void> {
-    const url = new URL(this.server + path);
-    url.searchParams.set('watch', 'true');
-    for (const [k, v] of Object.entries(query)) if (v !== undefined) url.searchParams.set(k, String(v));
+    const url = this.url(path, { watch: true, ...query });
     const idleMs = opts.idleMs ?? WATCH_IDLE_MS;
     for (let resent = false; ;) {
       const creds = await this.auth();
@@ -445,16 +432,19 @@ export class RestClient {
     const resource = (await this.resources(apiVersion)).find((r) => r.kind === kind);
     if (!resource)
       throw new ApiError(404, 'NotFound', `the server does not serve ${kind} in ${apiVersion}; is its CRD installed?`, 'GET', apiVersion);
-    const base = apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
-    const ns = resource.namespaced && namespace ? `/namespaces/${namespace}` : '';
-    return `${base}${ns}/${resource.name}${name ? `/${name}` : ''}`;
+    return resourcePath({ apiVersion, plural: resource.name, namespace: resource.namespaced ? namespace : undefined, name });
+  }
+
+  private url(path: string, query: Record<string, string | number | boolean | undefined>): URL {
+    const url = new URL(this.server + path);
+    for (const [k, v] of Object.entries(query)) if (v !== undefined) url.searchParams.set(k, String(v));
+    return url;
   }
 
   private async resources(apiVersion: string): Promise<(Resource & { kind: string })[]> {
     let found = this.discovery.get(apiVersion);
     if (!found) {
-      const base = apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
-      found = this.discover(base);
+      found = this.discover(groupVersionPath(apiVersion));
       found.catch(() => this.discovery.delete(apiVersion));
       this.discovery.set(apiVersion, found);
     }
@@ -469,7 +459,7 @@ export class RestClient {
         return list.resources.filter((x) => !x.name.includes('/'));
       } catch (e) {
         if (!(e instanceof ApiError) || e.code !== 404 || attempt >= 10) throw e;
-        await new Promise((r) => setTimeout(r, 300));
+        await sleep(300);
       }
     }
   }

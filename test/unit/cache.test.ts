@@ -4,7 +4,7 @@ import { ownerIndex, withoutManagedFields } from '../../operator/runtime/cache.j
 import { childNameIndex, deploymentChanged, freedNodePorts, nodePortIndex, podChanged, podSummary } from '../../operator/controller/indexes.js';
 import { refKey } from '../../operator/runtime/ref.js';
 import { SAMPLE_KIND } from '../../operator/kinds/config.js';
-import { render } from '../../operator/kinds/render.js';
+import { appPropsFor, render } from '../../operator/kinds/render.js';
 import { RenderCache } from '../../operator/controller/render-cache.js';
 
 const pod: V1Pod = {
@@ -116,12 +116,14 @@ describe('RenderCache', () => {
   it('renders what render() renders, once per spec', () => {
     const cache = new RenderCache();
     const first = cache.render(SAMPLE_KIND, cr(2));
-    expect(first).toEqual(render(SAMPLE_KIND, cr(2)));
+    expect(first.objects).toEqual(render(SAMPLE_KIND, cr(2)));
+    expect(first.props).toEqual(appPropsFor(SAMPLE_KIND, cr(2)));
     // A new object with the same spec (another event of the CR) is a hit.
     expect(cache.render(SAMPLE_KIND, { ...cr(2), metadata: { ...cr(2).metadata, generation: 1 } })).toBe(first);
     const scaled = cache.render(SAMPLE_KIND, cr(3));
     expect(scaled).not.toBe(first);
-    expect(scaled.find((o) => o.kind === 'Deployment')).toMatchObject({ spec: { replicas: 3 } });
+    expect(scaled.objects.find((o) => o.kind === 'Deployment')).toMatchObject({ spec: { replicas: 3 } });
+    expect(scaled.props.replicas).toBe(3);
     cache.forget({ kind: SAMPLE_KIND.kind, namespace: 'ns', name: 'a' });
     expect(cache.size).toBe(0);
   });

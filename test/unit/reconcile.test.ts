@@ -7,7 +7,7 @@ import { SAMPLE_KIND } from '../../operator/kinds/config.js';
 import { render } from '../../operator/kinds/render.js';
 import { CachedResource, Reconciler, ReconcileError } from '../../operator/controller/reconcile.js';
 import { CacheReader, OWNER_INDEX, ownerIndex } from '../../operator/runtime/cache.js';
-import { silentLogger } from '../../operator/runtime/log.js';
+import { createLogger } from '../../operator/runtime/log.js';
 import { KubeClient } from '../../operator/runtime/rest.js';
 import { refKey } from '../../operator/runtime/ref.js';
 
@@ -83,6 +83,7 @@ describe('Reconciler', () => {
   let client: RecordingClient;
   let events: Array<{ reason: string; message: string }>;
   let reconciler: Reconciler;
+  let logLines: string[];
   const key = refKey({ kind: 'EchoFlask', namespace: 'ns', name: 'example' });
 
   beforeEach(() => {
@@ -92,6 +93,7 @@ describe('Reconciler', () => {
     pods = new MemoryCache({ [OWNER_INDEX]: ownerIndex });
     client = new RecordingClient();
     events = [];
+    logLines = [];
     reconciler = new Reconciler({
       kinds: new Map([[SAMPLE_KIND.kind, SAMPLE_KIND]]),
       crs: new Map([[SAMPLE_KIND.kind, crs]]),
@@ -102,7 +104,7 @@ describe('Reconciler', () => {
       rest: client,
       events: { record: async (_obj, _type, reason, message) => void events.push({ reason, message }) },
       fieldManager: MANAGER,
-      log: silentLogger,
+      log: createLogger('debug', { write: (line) => logLines.push(line) }),
       now: () => NOW,
     });
   });
@@ -182,5 +184,22 @@ describe('Reconciler', () => {
     client.calls.length = 0;
     await reconciler.reconcile(key);
     expect(client.calls.filter((c) => c.verb !== 'patchStatus')).toEqual([]);
+  });
+
+  test('every log line of a reconcile carries controller, namespace, name, the key and one reconcile id of its own', async () => {
+    const [deployment] = render(SAMPLE_KIND, cr(1)).map((o) => liveChild(o, 'someone-else'));
+    deployments.put(deployment as V1Deployment);
+    crs.put(cr(1));
+    await expect(reconciler.reconcile(key)).rejects.toBeInstanceOf(ReconcileError);
+    const first = logLines.length;
+    await expect(reconciler.reconcile(key)).rejects.toBeInstanceOf(ReconcileError);
+    const lines = logLines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(first).toBeGreaterThan(0);
+    expect(lines.length).toBeGreaterThan(first);
+    for (const line of lines) expect(line).toMatchObject({ controller: 'echoflask', namespace: 'ns', name: 'example', key, reconcileID: expect.stringMatching(/^[0-9a-f-]{36}$/) });
+    const ids = (from: number, to: number) => new Set(lines.slice(from, to).map((l) => l.reconcileID));
+    expect(ids(0, first).size).toBe(1);
+    expect(ids(first, lines.length).size).toBe(1);
+    expect(ids(0, lines.length).size).toBe(2);
   });
 });

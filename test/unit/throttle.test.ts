@@ -80,8 +80,8 @@ describe('apiFailure on throttled requests', () => {
     expect(apiFailure(new ApiError(422, 'Invalid', 'bad', 'PATCH', '/x')).retryAfterMs).toBeUndefined();
   });
 
-  it('treats a watch refused with 429 (client-node gives only the status code) as throttled', () => {
-    expect(apiFailure(Object.assign(new Error('Too Many Requests'), { statusCode: 429 }))).toMatchObject({ code: 429, retryAfterMs: 1000 });
-    expect(apiFailure(Object.assign(new Error('Gone'), { statusCode: 410 })).retryAfterMs).toBeUndefined();
+  it('reports an error that is not an API answer (a refused connection) as a client error, never as throttling', () => {
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:6443'), { code: 'ECONNREFUSED' });
+    expect(apiFailure(refused)).toEqual({ code: 0, reason: 'ClientError', message: 'connect ECONNREFUSED 127.0.0.1:6443' });
   });
 });
