@@ -94,7 +94,7 @@ beforeAll(async () => {
   [author, bystander, editor] = [await as(team, 'author'), await as(team, 'bystander'), await as(team, 'editor')];
   operator = await OperatorProcess.spawn({
     kubeconfig: await sharedServiceAccountKubeconfig(opNs, operatorName),
-    env: { WATCH_NAMESPACE: '', APPKIND_KINDS: JSON.stringify([kind]) },
+    env: { APPKIND_WATCH_NAMESPACE: '', APPKIND_KINDS: JSON.stringify([kind]) },
   });
 });
 

@@ -4,9 +4,10 @@
 // the pod spec of the synthesized bundle. What differs, and why:
 // - host networking (no container networks on these machines; DESIGN.md "Containers on these
 //   machines"): every container shares the host's ports, so each named container port is moved to a
-//   free port through the env variable that sets it (METRICS_PORT, HEALTH_PORT), as two pods would not
+//   free port through the env variable that sets it (APPKIND_METRICS_PORT, APPKIND_HEALTH_PORT), as two pods would not
 //   collide; probes and the test then use the moved ports.
-// - emptyDir volumes are tmpfs mounts of the volume's sizeLimit.
+// - emptyDir volumes are tmpfs mounts of the volume's sizeLimit; configMap volumes are folders of the
+//   bundle's ConfigMap data (mounted once: the kubelet's updates of an edited ConfigMap are not played).
 import type { V1Container, V1PodSpec, V1Probe, V1SecurityContext } from '@kubernetes/client-node';
 import { execFile } from 'node:child_process';
 import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
@@ -47,6 +48,16 @@ export function serviceAccountFiles(token: string, caPem: string, namespace: str
   for (const [name, content] of [['token', token], ['ca.crt', caPem], ['namespace', namespace]] as const) {
     writeFileSync(join(dir, name), content, { mode: 0o644 });
   }
+  return dir;
+}
+
+/** A configMap volume: the bundle's ConfigMap data as files (one a key) in a folder the container user can read. */
+export function configMapFiles(pod: OperatorPod, name: string, parent = tmpdir()): string {
+  const data = pod.configMaps[name];
+  if (!data) throw new Error(`configMap volume ${name}: the bundle has no such ConfigMap`);
+  const dir = mkdtempSync(join(parent, `appkind-cm-${name}-`));
+  chmodSync(dir, 0o755);
+  for (const [key, content] of Object.entries(data)) writeFileSync(join(dir, key), content, { mode: 0o644 });
   return dir;
 }
 
@@ -134,7 +145,11 @@ export class OperatorContainer {
 
     for (const mount of container.volumeMounts ?? []) {
       const volume = (spec.volumes ?? []).find((v) => v.name === mount.name);
-      if (!volume?.emptyDir) throw new Error(`volume ${mount.name}: only emptyDir volumes are translated`);
+      if (volume?.configMap) {
+        args.push('--volume', `${configMapFiles(opts.pod, volume.configMap.name!)}:${mount.mountPath}:ro`);
+        continue;
+      }
+      if (!volume?.emptyDir) throw new Error(`volume ${mount.name}: only emptyDir and configMap volumes are translated`);
       const size = volume.emptyDir.sizeLimit ? `,size=${memoryFlag(String(volume.emptyDir.sizeLimit))}` : '';
       args.push('--tmpfs', `${mount.mountPath}:rw,mode=1777${size}`);
     }

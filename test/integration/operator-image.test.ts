@@ -17,7 +17,7 @@ import { applyManifests } from '../../tools/controlplane/apply.js';
 import { ControlPlane } from '../../tools/controlplane/controlplane.js';
 import { waitFor } from '../../tools/controlplane/readiness.js';
 import { crObject } from './cluster.js';
-import { OperatorPod, operatorPod, readBundle, synthBundle } from './bundle-file.js';
+import { OperatorPod, operatorPod, podKinds, readBundle, synthBundle } from './bundle-file.js';
 import { OperatorContainer, podman, serviceAccountFiles } from './operator-container.js';
 import { metricValue } from './operator-process.js';
 
@@ -26,7 +26,7 @@ const root = join(import.meta.dirname, '..', '..');
 // Each run's figures; docs/in-cluster.md quotes one run's.
 const FIGURES_FILE = join(root, 'bench', 'out', 'image.json');
 // Short lease timings so the standby's takeover after the hand-over is seen within seconds.
-const LEASE = { LEASE_DURATION_SECONDS: '6', RENEW_DEADLINE_SECONDS: '4', RETRY_PERIOD_SECONDS: '1' };
+const LEASE = { APPKIND_LEASE_DURATION_SECONDS: '6', APPKIND_RENEW_DEADLINE_SECONDS: '4', APPKIND_RETRY_PERIOD_SECONDS: '1' };
 
 jest.setTimeout(900_000);
 
@@ -98,8 +98,8 @@ function procStatus(pid: number): Record<string, string> {
     const bundle = readBundle(await synthBundle(out));
     pod = operatorPod(bundle);
     image = pod.container.image!;
-    kind = (JSON.parse(env('APPKIND_KINDS')!) as AppKind[])[0]!;
-    leaseName = env('LEASE_NAME')!;
+    kind = podKinds(pod)[0]!;
+    leaseName = env('APPKIND_LEASE_NAME')!;
 
     // The image the bundle names, built from this checkout (warm layers: only the compile step reruns).
     const built = Date.now();

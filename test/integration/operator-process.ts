@@ -80,7 +80,7 @@ export class OperatorProcess {
   /** Starts `operator/main.ts` as a ServiceAccount of `namespace` with the given environment. */
   static async start(namespace: string, env: Record<string, string>): Promise<OperatorProcess> {
     const kubeconfig = await sharedServiceAccountKubeconfig(namespace, OPERATOR_SA);
-    return OperatorProcess.spawn({ kubeconfig, env: { WATCH_NAMESPACE: namespace, ...env } });
+    return OperatorProcess.spawn({ kubeconfig, env: { APPKIND_WATCH_NAMESPACE: namespace, ...env } });
   }
 
   /**
@@ -104,7 +104,7 @@ export class OperatorProcess {
       cwd: root,
       env: {
         PATH: process.env.PATH, HOME: process.env.HOME, ...(opts.kubeconfig ? { KUBECONFIG: opts.kubeconfig } : {}),
-        METRICS_PORT: '0', HEALTH_PORT: '0', LOG_LEVEL: 'debug', ...opts.env,
+        APPKIND_METRICS_PORT: '0', APPKIND_HEALTH_PORT: '0', APPKIND_LOG_LEVEL: 'debug', ...opts.env,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
