@@ -95,14 +95,14 @@ function image(ref: string): void {
   execFileSync('bash', [join(ROOT, 'tools', 'image', 'build.sh'), ref], { cwd: ROOT, stdio: ['ignore', process.stderr, process.stderr] });
   const saved = run('bash', ['-c', 'source tools/image/engine.sh && podman_ tag "$1" "$2" && podman_ save --format oci-archive -o "$3" "$2"', 'save', ref, name, archive]);
   if (!saved.ok) throw new Error(`podman save ${ref} failed:\n${saved.output}`);
+  // The archive is written anew around the edited index.json (tar --delete on podman's archive loses its oci-layout).
   const tmp = mkdtempSync(join(tmpdir(), 'appkind-release-'));
   try {
-    execFileSync('tar', ['-xf', archive, '-C', tmp, 'index.json']);
+    execFileSync('tar', ['-xf', archive, '-C', tmp]);
     const index = JSON.parse(readFileSync(join(tmp, 'index.json'), 'utf8')) as { manifests: { annotations?: Record<string, string> }[] };
     for (const m of index.manifests) m.annotations = { ...m.annotations, 'org.opencontainers.image.ref.name': name, 'io.containerd.image.name': name };
     writeFileSync(join(tmp, 'index.json'), JSON.stringify(index));
-    execFileSync('tar', ['--delete', '-f', archive, 'index.json']);
-    execFileSync('tar', ['-rf', archive, '-C', tmp, 'index.json']);
+    execFileSync('tar', ['-cf', archive, '-C', tmp, 'oci-layout', 'index.json', 'blobs']);
   } finally {
     rmSync(tmp, { recursive: true, force: true });
   }

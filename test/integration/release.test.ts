@@ -17,6 +17,7 @@ import { RestClient } from '../../operator/runtime/rest.js';
 import { ControlPlane } from '../../tools/controlplane/controlplane.js';
 import { loadEchoStandIn } from '../../tools/echo-image.js';
 import { eventually } from './cluster.js';
+import { PODMAN_ENV } from './operator-container.js';
 import { getLocal } from './real-node-pods.js';
 
 const exec = promisify(execFile);
@@ -97,6 +98,8 @@ afterAll(async () => {
   rest?.close();
   await cp?.stop();
   if (scratch) rmSync(scratch, { recursive: true, force: true });
+  // The tags the release made in the machine's container storage (its layers stay cached).
+  await exec('podman', ['rmi', '--ignore', IMAGE, `docker.io/library/${IMAGE}`], { env: { ...process.env, ...PODMAN_ENV } }).catch(() => undefined);
 });
 
 describe('npm run release', () => {
