@@ -151,8 +151,8 @@ function reconcileRules(kinds: AppKind[]): Rule[] {
     { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] },
     // Status lists only the pods of ReplicaSets the CR's own Deployment controls.
     { apiGroups: ['apps'], resources: ['replicasets'], verbs: ['list', 'watch'] },
-    // core/v1 Events, one create per new failure message.
-    { apiGroups: [''], resources: ['events'], verbs: ['create'] },
+    // core/v1 Events: a create per new reason, a patch raising its count (aggregated as client-go does).
+    { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
   ];
 }
 

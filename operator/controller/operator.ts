@@ -22,6 +22,7 @@ import {
   podChanged,
   podSummary,
   replicaSetSummary,
+  statusOnlyChange,
 } from './indexes.js';
 import { CachedResource, CHILD_SELECTOR, controllerOf, Reconciler } from './reconcile.js';
 import { RenderCache } from './render-cache.js';
@@ -80,7 +81,7 @@ export class Operator {
     // Deployments and Services: every one in the watched namespaces (as controller-runtime's Owns()
     // does), so a name the cache lacks does not exist and the first apply needs no read.
     this.controller = ControllerBuilder.create('appkind', watching)
-      .for<'crs', CachedResource>('crs', settings.kinds.map(crsOf), (keys, e) => keys.add(refKey(refOf(e.source.kind, e.obj))), {
+      .for<'crs', CachedResource>('crs', settings.kinds.map(crsOf), (keys, e) => this.onCr(keys, e), {
         transform: withoutManagedFields,
         indexers: { [NODE_PORT_INDEX]: nodePortIndex, [CHILD_NAME_INDEX]: childNameIndex },
       })
@@ -115,6 +116,17 @@ export class Operator {
         // One queue for all kinds; a key's first segment is its kind, the metrics' controller label.
         queueHooks(metrics, 'appkind', (key) => key.split('/')[0]!),
       );
+  }
+
+  /**
+   * A CR event: its key. A change of its status only (our own status write, watched back) runs it
+   * again unless it is failing: it must not cut short the backoff of a CR whose failure message
+   * differs at every try, or apply, status and Event would loop at the speed of the API server.
+   */
+  private onCr(keys: KeySink, { type, obj, old, source }: WatchEvent<CachedResource>): void {
+    const key = refKey(refOf(source.kind, obj));
+    if (type === 'update' && statusOnlyChange(old, obj)) keys.addUnlessFailing(key);
+    else keys.add(key);
   }
 
   /** A Deployment event: its CR, when a change reconcile reads (not each status tick of the controller). */

@@ -1,5 +1,5 @@
 import { KubernetesObject, V1Deployment, V1OwnerReference, V1Pod, V1ReplicaSet, V1Service } from '@kubernetes/client-node';
-import { AppKind, ContainerApp } from 'cdk8s-appkind';
+import { AppKind, ContainerApp, ContainerAppProps } from 'cdk8s-appkind';
 import { AppResource, appPropsFor, KubeObject } from '../kinds/render.js';
 import { appliedFieldsOf, drift as driftOf, firstReleased } from './apply.js';
 import { CacheReader, OWNER_INDEX } from '../runtime/cache.js';
@@ -10,11 +10,19 @@ import { apiFailure, ApiFailure, describeObject } from '../runtime/kube.js';
 import { Logger, reconcileFields } from '../runtime/log.js';
 import { imagePolicyFailure } from './policy.js';
 import { HandlerResult } from '../runtime/queue.js';
-import { RenderCache } from './render-cache.js';
+import { RenderCache, Rendered } from './render-cache.js';
 import { isCreateOnlyRefusal, KubeClient } from '../runtime/rest.js';
 import { StatusPacer, urgent } from './status-pacer.js';
 import { throttleDelayMs, ThrottledError } from '../runtime/throttle.js';
-import { AppStatus, computeStatus, podsRefusedEvent, ReconcileFailure, replicaFailureOf, statusEqual } from './status.js';
+import {
+  AppStatus,
+  computeStatus,
+  kubeletFailureEvent,
+  podsRefusedEvent,
+  ReconcileFailure,
+  replicaFailureOf,
+  statusEqual,
+} from './status.js';
 
 /** A CR as cached: an app resource with the status we wrote. */
 export type CachedResource = AppResource & KubernetesObject & { status?: Partial<AppStatus> };
@@ -99,13 +107,17 @@ export class Reconciler {
     // A refused image is never rendered, so nothing is applied or pruned: existing children stay as they were.
     let failure: ReconcileFailure | undefined = imagePolicyFailure(kind, cr);
     let desired: KubeObject[] = [];
+    let rendered: Rendered | undefined;
     if (!failure) {
       try {
-        desired = this.renders.render(kind, cr).map((obj) => this.owned(obj, cr));
+        rendered = this.renders.render(kind, cr);
+        desired = rendered.objects.map((obj) => this.owned(obj, cr));
       } catch (e) {
         failure = { reason: 'InvalidSpec', message: (e as Error).message };
       }
     }
+    // What status reads of the props (names, labels, size) holds also for a spec render() refused.
+    const props = rendered?.props ?? appPropsFor(kind, cr);
     // The children are independent: apply them in parallel, report the first failure in order.
     // What the API server answered to our applies is newer than the cache (a new Service's NodePort):
     // status uses it, so a create's first status already carries the NodePort.
@@ -122,7 +134,7 @@ export class Reconciler {
         : undefined;
     let waitMs: number;
     try {
-      waitMs = await this.writeStatus(key, kind, cr, failure, fresh, log);
+      waitMs = await this.writeStatus(key, props, cr, failure, fresh, log);
     } finally {
       await event;
     }
@@ -253,14 +265,13 @@ export class Reconciler {
   /** Writes status when it changed; returns how long a coalesced change still waits (0: none). */
   private async writeStatus(
     key: string,
-    kind: AppKind,
+    props: ContainerAppProps,
     cr: CachedResource,
     failure: ReconcileFailure | undefined,
     fresh: Map<string, KubernetesObject>,
     log: Logger,
   ): Promise<number> {
     const ns = cr.metadata.namespace!;
-    const props = appPropsFor(kind, cr);
     const names = ContainerApp.objectNames(props.name!);
     // Only children this CR controls count: an object of the same name that someone else owns
     // (Degraded NameConflict) must not lend the CR its replicas or NodePort.
@@ -280,21 +291,23 @@ export class Reconciler {
       now: this.deps.now?.() ?? new Date(),
     });
     if (statusEqual(cr.status, status)) return 0;
-    const waitMs = this.deps.pacer?.delayMs(key, cr.status, status) ?? 0;
+    const isUrgent = urgent(cr.status, status); // also a first status
+    const waitMs = this.deps.pacer?.delayMs(key, cr.status, status, isUrgent) ?? 0;
     if (waitMs > 0) return waitMs;
     try {
       // A merge patch keeps fields it does not mention: null removes a NodePort that is gone.
       await this.deps.rest.patchStatus(cr, { ...status, nodePort: status.nodePort ?? null });
-      this.deps.pacer?.wrote(key, urgent(cr.status, status)); // urgent: also a first status
+      this.deps.pacer?.wrote(key, isUrgent);
       log.info('status updated', {
         replicas: status.replicas,
         readyReplicas: status.readyReplicas,
         nodes: status.nodes.length,
         nodePort: status.nodePort,
       });
-      // Pods refused by admission (quota, Pod Security, LimitRange): say so where the CR's author looks.
-      const refused = podsRefusedEvent(cr.status, status, replicaFailureOf(deployment));
-      if (refused) await this.deps.events.record(cr, 'Warning', refused.reason, refused.message, log);
+      // Pods refused by admission (quota, Pod Security, LimitRange), or failing on the node (an image
+      // not pulled, a container exiting): say so where the CR's author looks.
+      const warning = podsRefusedEvent(cr.status, status, replicaFailureOf(deployment)) ?? kubeletFailureEvent(cr.status, status);
+      if (warning) await this.deps.events.record(cr, 'Warning', warning.reason, warning.message, log);
       return 0;
     } catch (e) {
       const f = apiFailure(e);

@@ -27,8 +27,8 @@ export class StatusPacer {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** 0 to write now, else how long to wait before this change may be written. */
-  delayMs(key: string, current: Partial<AppStatus> | undefined, next: AppStatus): number {
+  /** 0 to write now, else how long to wait before this change may be written (`isUrgent`: see urgent()). */
+  delayMs(key: string, current: Partial<AppStatus> | undefined, next: AppStatus, isUrgent = urgent(current, next)): number {
     if (this.intervalMs <= 0) return 0;
     if (!current?.conditions?.length || ordinaryNewGeneration(current, next)) {
       if (news(next)) return 0;
@@ -37,7 +37,7 @@ export class StatusPacer {
       return Math.max(0, since + this.intervalMs - this.now());
     }
     this.firstWanted.delete(key);
-    if (urgent(current, next)) return 0;
+    if (isUrgent) return 0;
     const last = this.lastWrite.get(key);
     if (last === undefined) return 0; // not written by this process: no rollout to pace
     return Math.max(0, last.at + this.progressInterval(last.progress) - this.now());

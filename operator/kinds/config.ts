@@ -219,16 +219,20 @@ export function validateAppKind(raw: Raw, where: string, names: Partial<Record<k
   return appKind;
 }
 
+/** A comma-separated string (environment) as a list; anything else (a config file's value) as it is. */
+function commaList(v: unknown): unknown {
+  return typeof v === 'string'
+    ? v
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean)
+    : v;
+}
+
 /** `kubectl get` short names: a list (config file) or a comma-separated string (environment); undefined: derived. */
 function shortNameList(v: unknown, label: string, where: string): string[] | undefined {
   if (v === undefined || v === null || v === '') return undefined;
-  const list =
-    typeof v === 'string'
-      ? v
-          .split(',')
-          .map((s) => s.trim())
-          .filter(Boolean)
-      : v;
+  const list = commaList(v);
   const bad = Array.isArray(list) ? list.find((n) => typeof n !== 'string' || !DNS_1035_LABEL.test(n)) : v;
   if (bad !== undefined) {
     throw new ConfigError(
@@ -246,13 +250,7 @@ function patterns(
   fail: (field: keyof AppKind, problem: string, fix: string) => never,
 ): string[] {
   if (v === undefined || v === null || v === '') return [];
-  const list =
-    typeof v === 'string'
-      ? v
-          .split(',')
-          .map((s) => s.trim())
-          .filter(Boolean)
-      : v;
+  const list = commaList(v);
   if (!Array.isArray(list) || list.some((p) => typeof p !== 'string')) {
     fail(
       field,

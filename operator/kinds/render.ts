@@ -179,10 +179,10 @@ function securityOf(appKind: AppKind): ContainerSecurity | undefined {
  * The objects one CR stands for: CR in, plain Kubernetes objects out. Pure: each call builds the
  * construct in a fresh cdk8s App and Chart and writes nothing to disk.
  */
-export function render(appKind: AppKind, cr: AppResource): KubeObject[] {
+export function render(appKind: AppKind, cr: AppResource, props: ContainerAppProps = appPropsFor(appKind, cr)): KubeObject[] {
   const problems = overrideProblems(appKind, cr);
   if (problems.length > 0) throw new Error(`${appKind.kind} ${cr.metadata.namespace ?? ''}/${cr.metadata.name}: ${problems.join('; ')}`);
   const chart = new Chart(new App(), 'render', { disableResourceNameHashes: true });
-  new ContainerApp(chart, cr.metadata.name, appPropsFor(appKind, cr));
+  new ContainerApp(chart, cr.metadata.name, props);
   return chart.toJson() as KubeObject[];
 }

@@ -23,6 +23,11 @@ export interface WatchEvent<T> {
 /** Where an event handler puts the keys an event concerns. */
 export interface KeySink {
   add(key: string): void;
+  /**
+   * Adds the key unless it is failing (WorkQueue.addUnlessFailing): for events the controller's own
+   * writes cause, which must not shortcut a failing key's backoff.
+   */
+  addUnlessFailing(key: string): void;
   /** Runs the key at once with its failures forgotten: the event says the failure's cause may be gone. */
   retryNow(key: string): void;
 }
@@ -157,6 +162,7 @@ export class Controller<C extends object> {
   ) {
     const keys: KeySink = (this.keys = {
       add: (key) => this.queue.add(key),
+      addUnlessFailing: (key) => this.queue.addUnlessFailing(key),
       retryNow: (key) => {
         this.queue.forget(key);
         this.queue.add(key);

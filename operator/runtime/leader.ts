@@ -191,7 +191,7 @@ export class LeaderElector {
       } else if (renewed) {
         // The next renewal one retry period after this one began (its renewTime), not after it
         // ended: the renew deadline counts from the renewTime, so a slow round trip must not also
-        // delay the next renewal and leave it less of the deadline (a loaded machine lost the lease so).
+        // delay the next renewal and leave it less of the deadline, or a leader on a busy machine loses its lease.
         await this.sleep(Math.max(0, this.lastRenewMs + retryMs - Date.now()));
       } else {
         // A renewal failed before the deadline (an error answer): try again soon, until the deadline.

@@ -72,7 +72,7 @@ const RECONCILE_RULES = [
   { apiGroups: [''], resources: ['services'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
   { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] },
   { apiGroups: ['apps'], resources: ['replicasets'], verbs: ['list', 'watch'] },
-  { apiGroups: [''], resources: ['events'], verbs: ['create'] },
+  { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
 ];
 
 const LEASE_RULES = [
