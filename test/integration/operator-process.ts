@@ -8,7 +8,7 @@ import { AppKind, OperatorBundle } from 'cdk8s-appkind';
 import { crdObjects } from '../../operator/kinds/crd-yaml.js';
 import { applyManifests } from '../../tools/controlplane/apply.js';
 import { RestClient } from '../../operator/runtime/rest.js';
-import { createTestNamespace, sharedCluster, sharedServiceAccountKubeconfig } from './cluster.js';
+import { createTestNamespace, readSharedAuditLog, sharedCluster, sharedServiceAccountKubeconfig } from './cluster.js';
 
 const root = join(import.meta.dirname, '..', '..');
 export const OPERATOR_SA = 'appkind-operator';
@@ -18,6 +18,22 @@ export interface LogLine {
   readonly msg: string;
   readonly key?: string;
   readonly [field: string]: unknown;
+}
+
+/** The write requests (`verb URI`) the operator of namespace `ns` sent after `since` (ISO time), from the audit log. */
+export async function operatorWritesSince(ns: string, since: string): Promise<string[]> {
+  return (await readSharedAuditLog())
+    .filter((e) => e.user.username === `system:serviceaccount:${ns}:${OPERATOR_SA}` &&
+      ['create', 'update', 'patch', 'delete', 'deletecollection'].includes(e.verb) && e.stageTimestamp > since)
+    .map((e) => `${e.verb} ${e.requestURI}`);
+}
+
+/** Nothing written by the operator of namespace `ns` for `ms` after things settled. */
+export async function expectNoOperatorWrites(ns: string, ms: number): Promise<void> {
+  await new Promise((r) => setTimeout(r, 3_000)); // let the last write land in the log
+  const since = new Date().toISOString();
+  await new Promise((r) => setTimeout(r, ms));
+  if ((await operatorWritesSince(ns, since)).length > 0) throw new Error(`the operator wrote in steady state: ${(await operatorWritesSince(ns, since)).join(', ')}`);
 }
 
 /** Installs the CRDs of the kinds (idempotent: several test files share the cluster). */
