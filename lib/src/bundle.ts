@@ -1,6 +1,7 @@
 import { ApiObject, Chart, JsonPatch, Yaml } from 'cdk8s';
 import { k8s } from 'cdk8s-plus-27';
 import { Construct } from 'constructs';
+import { addChildAdmissionPolicies } from './admission-policy';
 import { AppKind } from './appkind';
 import { AppKindCrd } from './crd';
 import { ImagePullPolicy, ResourceList, ResourceRequirements } from './resources';
@@ -118,6 +119,17 @@ export interface OperatorBundleProps {
    * @default true
    */
   readonly authoringRoles?: boolean;
+  /**
+   * Render ValidatingAdmissionPolicies and their bindings (`<name>-deployments`, `<name>-services`,
+   * Kubernetes 1.30 or later) that refuse, for writes by the operator's ServiceAccount only, any
+   * Deployment or Service the construct could not have rendered for a CR of a served kind: no
+   * controller reference to such a CR, privileged or privilege-escalating containers, added
+   * capabilities, host ports, host namespaces, hostPath, volumes, Secrets, a ServiceAccount, a
+   * mounted token or an image the kind does not render. Whoever holds the ServiceAccount can then
+   * run nothing but the kinds' apps.
+   * @default true
+   */
+  readonly admissionPolicy?: boolean;
 }
 
 /** RBAC rule: exact verbs, never `*`. */
@@ -257,6 +269,11 @@ export class OperatorBundle extends Construct {
     });
     this.addRbac(props);
     if (props.authoringRoles ?? true) for (const appKind of props.kinds) this.addAuthoringRoles(appKind);
+    if (props.admissionPolicy ?? true) {
+      const labels = this.meta().labels!;
+      const username = `system:serviceaccount:${this.namespace}:${this.name}`;
+      for (const obj of addChildAdmissionPolicies(this, this.name, labels, username, props.kinds)) clusterScoped(obj);
+    }
     this.deployment = new k8s.KubeDeployment(this, 'Deployment', { metadata: this.meta(), spec: this.deploymentSpec(props) });
   }
 

@@ -104,6 +104,10 @@ afterAll(async () => {
   for (const [k, name] of [['ClusterRoleBinding', operatorName], ['ClusterRole', operatorName]] as const) {
     await admin.delete({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: k, metadata: { name } }).catch(() => undefined);
   }
+  for (const k of ['ValidatingAdmissionPolicyBinding', 'ValidatingAdmissionPolicy']) {
+    for (const name of [`${operatorName}-deployments`, `${operatorName}-services`])
+      await admin.delete({ apiVersion: 'admissionregistration.k8s.io/v1', kind: k, metadata: { name } }).catch(() => undefined);
+  }
 });
 
 describe('the CR author', () => {

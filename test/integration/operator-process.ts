@@ -41,10 +41,14 @@ export async function installCrds(kc: KubeConfig, kinds: AppKind[]): Promise<voi
   await applyManifests(kc, crdObjects(kinds));
 }
 
-/** The bundle's ServiceAccount and RBAC for watching one namespace (the operator Deployment left out). */
+/**
+ * The bundle's ServiceAccount and RBAC for watching one namespace (the operator Deployment left out).
+ * Not its admission policies: they are cluster-scoped and named after the operator, so test files
+ * sharing the cluster would replace each other's (admission-policy.test.ts installs them under a name of its own).
+ */
 export async function installOperatorIdentity(kc: KubeConfig, kinds: AppKind[], namespace: string): Promise<void> {
   const chart = new Chart(new App(), 'bundle');
-  new OperatorBundle(chart, 'op', { kinds, namespace, createNamespace: false, crds: false, watchNamespaces: [namespace] });
+  new OperatorBundle(chart, 'op', { kinds, namespace, createNamespace: false, crds: false, watchNamespaces: [namespace], admissionPolicy: false });
   const objects = (chart.toJson() as KubernetesObject[]).filter((o) => o.kind !== 'Deployment');
   await applyManifests(kc, objects);
 }

@@ -90,7 +90,7 @@ describe('OperatorBundle', () => {
 
   it('keeps a chart namespace off cluster-scoped objects and its own namespace on the rest', () => {
     const objs = synth({}, 'elsewhere');
-    const clusterScoped = ['CustomResourceDefinition', 'Namespace', 'ClusterRole', 'ClusterRoleBinding'];
+    const clusterScoped = ['CustomResourceDefinition', 'Namespace', 'ClusterRole', 'ClusterRoleBinding', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding'];
     for (const o of objs) {
       if (clusterScoped.includes(o.kind)) expect(o.metadata.namespace).toBeUndefined();
       else expect(o.metadata.namespace).toBe('appkind-system');
@@ -157,6 +157,46 @@ describe('OperatorBundle', () => {
     ]);
     for (const b of bindings) expect(b.subjects).toEqual([{ kind: 'ServiceAccount', name: 'appkind-operator', namespace: 'appkind-system' }]);
     expect(envOf(objs).APPKIND_WATCH_NAMESPACE).toBe('team-a,team-b');
+  });
+
+  it("renders admission policies that judge only the operator's own writes of Deployments and Services, and refuse with 403", () => {
+    type Policy = {
+      metadata: { name: string };
+      spec: {
+        failurePolicy: string;
+        matchConstraints: { resourceRules: { resources: string[]; operations: string[] }[] };
+        matchConditions: { expression: string }[];
+        validations: { expression: string; message: string; reason: string }[];
+      };
+    };
+    const objs = synth() as unknown as (Manifest & Policy & { spec: { policyName?: string; validationActions?: string[] } })[];
+    const policies = objs.filter((o) => o.kind === 'ValidatingAdmissionPolicy');
+    expect(policies.map((p) => p.metadata.name)).toEqual(['appkind-operator-deployments', 'appkind-operator-services']);
+    expect(objs.filter((o) => o.kind === 'ValidatingAdmissionPolicyBinding').map((b) => [b.metadata.name, b.spec.policyName, b.spec.validationActions])).toEqual([
+      ['appkind-operator-deployments', 'appkind-operator-deployments', ['Deny']],
+      ['appkind-operator-services', 'appkind-operator-services', ['Deny']],
+    ]);
+    for (const p of policies) {
+      expect(p.spec.failurePolicy).toBe('Fail');
+      expect(p.spec.matchConditions.map((c) => c.expression)).toEqual(["request.userInfo.username == 'system:serviceaccount:appkind-system:appkind-operator'"]);
+      expect(p.spec.matchConstraints.resourceRules.flatMap((r) => r.operations)).toEqual(['CREATE', 'UPDATE']);
+      expect(new Set(p.spec.validations.map((v) => v.reason))).toEqual(new Set(['Forbidden']));
+      // The first rule: a controller reference to a CR of a served kind.
+      expect(p.spec.validations[0]!.expression).toBe("variables.owner in ['swallowlab.com/v1alpha1, Kind=EchoFlask', 'maho.takara.org/v1alpha1, Kind=Takara']");
+    }
+    const deployments = policies[0]!.spec.validations;
+    expect(deployments.map((v) => v.message).join('\n')).toMatch(/hostPath volumes are never rendered/);
+    // Each kind's own rules, guarded by its owner: its image, volumes, ServiceAccount, token.
+    for (const kind of ['EchoFlask', 'Takara']) {
+      expect(deployments.filter((v) => v.message.includes(`${kind} does not allow (`))).toHaveLength(1);
+      expect(deployments.filter((v) => v.message.includes(`a ServiceAccount other than ${kind}'s (default)`))).toHaveLength(1);
+    }
+    expect(deployments.find((v) => v.message.includes('EchoFlask does not allow ('))!.expression).toContain("self == 'takeyan/flask:0.0.3'");
+    // A kind whose CRs may name a ServiceAccount, or may mount the token, has no rule about it.
+    const open = synth({ kinds: [{ ...TAKARA, automountServiceAccountToken: true, overrides: { serviceAccountName: true } }] }) as unknown as Policy[];
+    expect(JSON.stringify(open)).not.toContain('a ServiceAccount other than');
+    expect(JSON.stringify(open)).not.toContain('token mounted');
+    expect(synth({ admissionPolicy: false }).filter((o) => o.kind.startsWith('ValidatingAdmissionPolicy'))).toEqual([]);
   });
 
   it('renders -view and -edit ClusterRoles per kind that aggregate into view, edit and admin', () => {
