@@ -18,7 +18,7 @@ type Resource = KubernetesObject & { status?: { conditions?: Condition[] } };
 type Event = KubernetesObject & { reason: string; message: string; type: string; count?: number; involvedObject: { name: string } };
 
 const kind = SAMPLE_KIND;
-/** The cap of a failing CR's backoff in this test (DEGRADED_RETRY_SECONDS): short, so the steady pace shows within a minute. */
+/** The cap of a failing CR's backoff in this test (APPKIND_DEGRADED_RETRY_SECONDS): short, so the steady pace shows within a minute. */
 const RETRY_SECONDS = 2;
 /** How long the failing CR is watched. */
 const WINDOW_MS = 30_000;
@@ -48,7 +48,7 @@ function reconcileBound(elapsedMs: number, capMs: number): number {
 }
 
 beforeAll(async () => {
-  ({ rest, ns, operator } = await startOperatorTest('failloop', [kind], { DEGRADED_RETRY_SECONDS: String(RETRY_SECONDS) }));
+  ({ rest, ns, operator } = await startOperatorTest('failloop', [kind], { APPKIND_DEGRADED_RETRY_SECONDS: String(RETRY_SECONDS) }));
   webhook = await DenyingWebhook.start(rest, `deny-deployments-${ns}`, ns, { group: 'apps', version: 'v1', plural: 'deployments' });
   // The API server picks a new webhook configuration up a moment after it is written: wait until it denies.
   const probe = { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'probe', namespace: ns },
