@@ -233,6 +233,17 @@ const text = (description: string, maxLength = MAX_STRING): k8s.JsonSchemaProps 
 const flag = (description: string): k8s.JsonSchemaProps => ({ type: 'boolean', description });
 const named = (description: string, properties: { [name: string]: k8s.JsonSchemaProps }, required: string[]): k8s.JsonSchemaProps =>
   ({ type: 'object', description, required, properties });
+/**
+ * A schema as the API server reads it (`x-kubernetes-validations`, not `xKubernetesValidations`): what
+ * goes under `items` is not typed by cdk8s, so it is not translated on output either.
+ */
+function raw(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(raw);
+  if (typeof schema !== 'object' || schema === null) return schema;
+  const entries = Object.entries(schema).filter(([, v]) => v !== undefined);
+  return Object.fromEntries(entries.map(([k, v]) => [k === 'xKubernetesValidations' ? 'x-kubernetes-validations' : k, raw(v)]));
+}
+
 /** CEL: exactly one of these fields is set. */
 const oneOf = (fields: string[], message: string) => ({ rule: `[${fields.map((f) => `has(self.${f})`).join(', ')}].filter(x, x).size() == 1`, message });
 
@@ -247,7 +258,7 @@ function envSchema(deny: string[]): k8s.JsonSchemaProps {
     xKubernetesListType: 'map',
     xKubernetesListMapKeys: ['name'],
     xKubernetesValidations: deny.length ? [{ rule: `self.all(e, !(e.name in [${denied}]))`, message: `spec.env may not set ${deny.join(', ')}: the kind reserves ${deny.length > 1 ? 'them' : 'it'}` }] : undefined,
-    items: {
+    items: raw({
       type: 'object',
       required: ['name'],
       xKubernetesValidations: [{ rule: '!(has(self.value) && has(self.valueFrom))', message: 'give value or valueFrom, not both' }],
@@ -265,7 +276,7 @@ function envSchema(deny: string[]): k8s.JsonSchemaProps {
           },
         },
       },
-    },
+    }),
   };
 }
 
@@ -275,11 +286,11 @@ function envFromSchema(): k8s.JsonSchemaProps {
     type: 'array',
     maxItems: MAX_ITEMS,
     description: "Variables from every key of ConfigMaps and Secrets, added after the kind's.",
-    items: {
+    items: raw({
       type: 'object',
       xKubernetesValidations: [oneOf(['configMapRef', 'secretRef'], 'envFrom needs exactly one of configMapRef, secretRef')],
       properties: { prefix: text('Prefix of every name.', 256), configMapRef: source('ConfigMap'), secretRef: source('Secret') },
-    },
+    }),
   };
 }
 

@@ -1,6 +1,15 @@
 // What the app-kind controller indexes and keeps of its children and pods: indexes from a CR or a
 // child to the keys that find it, and the slimmed views the caches hold.
-import { KubernetesObject, V1Deployment, V1Pod, V1ReplicaSet, V1Service } from '@kubernetes/client-node';
+import {
+  KubernetesObject,
+  V1ContainerStateTerminated,
+  V1ContainerStatus,
+  V1Deployment,
+  V1Pod,
+  V1ReplicaSet,
+  V1Service,
+} from '@kubernetes/client-node';
+import { podProblemKey } from './kubelet.js';
 import { ContainerApp } from 'cdk8s-appkind';
 import { refKey } from '../runtime/ref.js';
 
@@ -55,12 +64,31 @@ export function replicaSetSummary(rs: V1ReplicaSet): V1ReplicaSet {
 }
 
 /**
- * What status needs of a pod: its name, labels, owners, whether it is terminating, and Ready.
- * Everything else (spec, most of status) is dropped before the pod is cached.
+ * What status needs of a pod: its name, labels, owners, whether it is terminating, its phase, Ready
+ * (with the kubelet's reason and message), and of each container what the kubelet says is wrong
+ * (waiting reason and message, the last exit). Everything else (spec, most of status) is dropped before
+ * the pod is cached.
  */
 export function podSummary(pod: V1Pod): V1Pod {
   const m = pod.metadata ?? {};
   const ready = pod.status?.conditions?.find((c) => c.type === 'Ready');
+  const exit = (t: V1ContainerStateTerminated | undefined) =>
+    t && { exitCode: t.exitCode, reason: t.reason, ...(t.message ? { message: t.message.slice(0, 256) } : {}) };
+  const containers = pod.status?.containerStatuses?.map((cs): V1ContainerStatus => ({
+    name: cs.name,
+    image: cs.image,
+    imageID: '',
+    ready: cs.ready,
+    restartCount: cs.restartCount,
+    state: cs.state?.waiting
+      ? { waiting: { reason: cs.state.waiting.reason, message: cs.state.waiting.message?.slice(0, 512) } }
+      : cs.state?.terminated
+        ? { terminated: exit(cs.state.terminated) }
+        : cs.state?.running
+          ? { running: {} }
+          : {},
+    ...(cs.lastState?.terminated ? { lastState: { terminated: exit(cs.lastState.terminated) } } : {}),
+  }));
   return {
     apiVersion: pod.apiVersion,
     kind: pod.kind,
@@ -73,16 +101,20 @@ export function podSummary(pod: V1Pod): V1Pod {
       ownerReferences: m.ownerReferences,
       ...(m.deletionTimestamp ? { deletionTimestamp: m.deletionTimestamp } : {}),
     },
-    status: ready ? { conditions: [{ type: 'Ready', status: ready.status }] } : {},
+    status: {
+      ...(pod.status?.phase ? { phase: pod.status.phase } : {}),
+      ...(ready ? { conditions: [{ type: 'Ready', status: ready.status, reason: ready.reason, message: ready.message }] } : {}),
+      ...(containers ? { containerStatuses: containers } : {}),
+    },
   };
 }
 
-/** True when two pod summaries differ in anything status reads (not just resourceVersion). */
+/** True when two pod summaries differ in anything status reads (not the kubelet's retry counts or back-off messages). */
 export function podChanged(a: V1Pod | undefined, b: V1Pod): boolean {
   if (!a) return true;
   return (
     !!a.metadata?.deletionTimestamp !== !!b.metadata?.deletionTimestamp ||
-    a.status?.conditions?.[0]?.status !== b.status?.conditions?.[0]?.status ||
+    podProblemKey(a) !== podProblemKey(b) ||
     JSON.stringify(a.metadata?.labels) !== JSON.stringify(b.metadata?.labels)
   );
 }
@@ -116,4 +148,14 @@ function deploymentView(d: V1Deployment): string {
 export function deploymentChanged(a: V1Deployment | undefined, b: V1Deployment): boolean {
   if (!a) return true;
   return a.metadata?.generation !== b.metadata?.generation || deploymentView(a) !== deploymentView(b);
+}
+
+/**
+ * True when a CR update changed only its status (metadata the same but for resourceVersion): most
+ * often the operator's own status write, watched back.
+ */
+export function statusOnlyChange(a: KubernetesObject | undefined, b: KubernetesObject): boolean {
+  if (!a) return false;
+  const meta = (o: KubernetesObject) => JSON.stringify({ ...o.metadata, resourceVersion: undefined });
+  return meta(a) === meta(b);
 }

@@ -22,6 +22,7 @@ import {
   podChanged,
   podSummary,
   replicaSetSummary,
+  statusOnlyChange,
 } from './indexes.js';
 import { CachedResource, CHILD_SELECTOR, controllerOf, Reconciler } from './reconcile.js';
 import { RenderCache } from './render-cache.js';
@@ -43,6 +44,13 @@ interface AppCaches {
   readonly replicaSets: ResourceCache<V1ReplicaSet>;
 }
 
+/** Kinds by name that setKinds() started serving, stopped serving, or serves with new settings. */
+export interface KindChanges {
+  readonly added: string[];
+  readonly removed: string[];
+  readonly changed: string[];
+}
+
 /** The CRs of a kind. */
 function crsOf(kind: AppKind): WatchSource {
   return { apiVersion: AppKindCrd.apiVersionOf(kind), kind: kind.kind, plural: kind.plural };
@@ -53,7 +61,8 @@ export class Operator {
   /** The one keep-alive client of the process: caches, reconciles, events and leader election share it. */
   readonly rest: RestClient;
   private readonly controller: Controller<AppCaches>;
-  private readonly kinds: ReadonlyMap<string, AppKind>;
+  /** The kinds served now, by Kind; setKinds() changes them (the reconciler reads this same map). */
+  private readonly kinds: Map<string, AppKind>;
 
   constructor(
     kc: KubeConfig,
@@ -72,7 +81,7 @@ export class Operator {
     // Deployments and Services: every one in the watched namespaces (as controller-runtime's Owns()
     // does), so a name the cache lacks does not exist and the first apply needs no read.
     this.controller = ControllerBuilder.create('appkind', watching)
-      .for<'crs', CachedResource>('crs', settings.kinds.map(crsOf), (keys, e) => keys.add(refKey(refOf(e.source.kind, e.obj))), {
+      .for<'crs', CachedResource>('crs', settings.kinds.map(crsOf), (keys, e) => this.onCr(keys, e), {
         transform: withoutManagedFields,
         indexers: { [NODE_PORT_INDEX]: nodePortIndex, [CHILD_NAME_INDEX]: childNameIndex },
       })
@@ -107,6 +116,17 @@ export class Operator {
         // One queue for all kinds; a key's first segment is its kind, the metrics' controller label.
         queueHooks(metrics, 'appkind', (key) => key.split('/')[0]!),
       );
+  }
+
+  /**
+   * A CR event: its key. A change of its status only (our own status write, watched back) runs it
+   * again unless it is failing: it must not cut short the backoff of a CR whose failure message
+   * differs at every try, or apply, status and Event would loop at the speed of the API server.
+   */
+  private onCr(keys: KeySink, { type, obj, old, source }: WatchEvent<CachedResource>): void {
+    const key = refKey(refOf(source.kind, obj));
+    if (type === 'update' && statusOnlyChange(old, obj)) keys.addUnlessFailing(key);
+    else keys.add(key);
   }
 
   /** A Deployment event: its CR, when a change reconcile reads (not each status tick of the controller). */
@@ -210,6 +230,42 @@ export class Operator {
         keys.retryNow(key);
       }
     }
+  }
+
+  /**
+   * Serves `kinds` from now on (the kinds configuration was edited, and is valid): a new kind's CRs
+   * are watched and reconciled once listed; a removed kind's CRs are no longer watched (they and
+   * their children stay as they are); every CR of a kind whose settings changed is reconciled with
+   * them. A kind whose group, version or plural changed is a removed kind plus a new one.
+   */
+  setKinds(kinds: AppKind[]): KindChanges {
+    const next = new Map(kinds.map((k) => [k.kind, k]));
+    const changes: KindChanges = { added: [], removed: [], changed: [] };
+    const sameResource = (a: AppKind, b: AppKind) => AppKindCrd.apiVersionOf(a) === AppKindCrd.apiVersionOf(b) && a.plural === b.plural;
+    for (const [name, old] of this.kinds) {
+      const now = next.get(name);
+      if (now && sameResource(old, now)) {
+        if (JSON.stringify(old) !== JSON.stringify(now)) changes.changed.push(name);
+        continue;
+      }
+      changes.removed.push(name);
+      this.kinds.delete(name);
+      this.controller.removePrimary('crs', name);
+    }
+    for (const name of changes.changed) {
+      this.kinds.set(name, next.get(name)!);
+      for (const informer of this.controller.caches.crs.get(name)?.informers ?? []) {
+        for (const cr of informer.list()) this.controller.queue.add(refKey(refOf(name, cr)));
+      }
+    }
+    for (const [name, kind] of next) {
+      if (this.kinds.has(name)) continue;
+      changes.added.push(name);
+      this.kinds.set(name, kind);
+      // Resolves once the kind's CRs are listed; until its CRD exists the list is retried (and /readyz says not ready).
+      void this.controller.addPrimary('crs', crsOf(kind)).then(() => this.log.info('caches synced', { kinds: [name] }));
+    }
+    return changes;
   }
 
   /** The work queue (its depth is logged at shutdown). */

@@ -8,13 +8,21 @@ import { parseRefKey, refKey, refOf } from '../runtime/ref.js';
 import { EventRecorder } from '../runtime/events.js';
 import { apiFailure, ApiFailure, describeObject } from '../runtime/kube.js';
 import { Logger, reconcileFields } from '../runtime/log.js';
-import { imagePolicyFailure } from './policy.js';
+import { imagePolicyFailure, specBoundsFailure } from './policy.js';
 import { HandlerResult } from '../runtime/queue.js';
 import { RenderCache, Rendered } from './render-cache.js';
 import { isCreateOnlyRefusal, KubeClient } from '../runtime/rest.js';
 import { StatusPacer, urgent } from './status-pacer.js';
 import { throttleDelayMs, ThrottledError } from '../runtime/throttle.js';
-import { AppStatus, computeStatus, podsRefusedEvent, ReconcileFailure, replicaFailureOf, statusEqual } from './status.js';
+import {
+  AppStatus,
+  computeStatus,
+  kubeletFailureEvent,
+  podsRefusedEvent,
+  ReconcileFailure,
+  replicaFailureOf,
+  statusEqual,
+} from './status.js';
 
 /** A CR as cached: an app resource with the status we wrote. */
 export type CachedResource = AppResource & KubernetesObject & { status?: Partial<AppStatus> };
@@ -96,8 +104,9 @@ export class Reconciler {
       return;
     }
 
-    // A refused image is never rendered, so nothing is applied or pruned: existing children stay as they were.
-    let failure: ReconcileFailure | undefined = imagePolicyFailure(kind, cr);
+    // A spec out of the CRD's bounds or a refused image is never rendered, so nothing is applied or
+    // pruned: existing children stay as they were.
+    let failure: ReconcileFailure | undefined = specBoundsFailure(kind, cr) ?? imagePolicyFailure(kind, cr);
     let desired: KubeObject[] = [];
     let rendered: Rendered | undefined;
     if (!failure) {
@@ -296,9 +305,10 @@ export class Reconciler {
         nodes: status.nodes.length,
         nodePort: status.nodePort,
       });
-      // Pods refused by admission (quota, Pod Security, LimitRange): say so where the CR's author looks.
-      const refused = podsRefusedEvent(cr.status, status, replicaFailureOf(deployment));
-      if (refused) await this.deps.events.record(cr, 'Warning', refused.reason, refused.message, log);
+      // Pods refused by admission (quota, Pod Security, LimitRange), or failing on the node (an image
+      // not pulled, a container exiting): say so where the CR's author looks.
+      const warning = podsRefusedEvent(cr.status, status, replicaFailureOf(deployment)) ?? kubeletFailureEvent(cr.status, status);
+      if (warning) await this.deps.events.record(cr, 'Warning', warning.reason, warning.message, log);
       return 0;
     } catch (e) {
       const f = apiFailure(e);

@@ -1,4 +1,5 @@
 import { V1Deployment, V1Pod, V1Service } from '@kubernetes/client-node';
+import { KUBELET_FAILURE_REASONS, podProblem } from './kubelet.js';
 
 export type ConditionType = 'Ready' | 'Progressing' | 'Degraded';
 
@@ -56,6 +57,8 @@ export const Reason = {
 /** The reasons of an ordinary rollout in progress: any other new reason (a refusal, a failure) is news. */
 export const ROLLOUT_REASONS: ReadonlySet<string> = new Set<string>([
   Reason.ReplicasNotReady,
+  // The kubelet's reason for a running pod not ready yet (its readiness probe): part of any rollout.
+  'ContainersNotReady',
   Reason.DeploymentMissing,
   Reason.RollingOut,
   Reason.RolloutComplete,
@@ -99,6 +102,45 @@ export function podsRefusedEvent(
   return refused;
 }
 
+/**
+ * Ready=False, and why: the current generation not applied (a failure), pods the API server refuses
+ * (the Deployment's ReplicaFailure), what the kubelet reports of the pods (an image it cannot pull, a
+ * container that exits...), else the rollout still under way.
+ */
+function notReady(input: StatusInput, live: V1Pod[], counts: string): Omit<Condition, 'lastTransitionTime'> {
+  const { failure, generation } = input;
+  if (failure)
+    return {
+      type: 'Ready',
+      status: 'False',
+      reason: failure.reason,
+      message: `generation ${generation ?? '?'} is not applied (see Degraded); ${counts}`,
+    };
+  const refused = replicaFailureOf(input.deployment);
+  if (refused) return { type: 'Ready', status: 'False', reason: refused.reason, message: `${refused.message} (${counts})` };
+  const before = input.previous?.conditions?.find((c) => c.type === 'Ready');
+  const problem = podProblem(live, before?.status === 'False' && before.reason === 'CrashLoopBackOff');
+  if (problem) {
+    // The kubelet retries with back-off, and its messages name the back-off and the pod: the CR keeps
+    // the message it showed while the reason stays the same, so a retry writes no status.
+    const sticky = KUBELET_FAILURE_REASONS.has(problem.reason) && before?.status === 'False' && before.reason === problem.reason;
+    return { type: 'Ready', status: 'False', reason: problem.reason, message: sticky ? before.message : `${problem.message} (${counts})` };
+  }
+  return { type: 'Ready', status: 'False', reason: input.deployment ? Reason.ReplicasNotReady : Reason.DeploymentMissing, message: counts };
+}
+
+/**
+ * The Warning Event to record when the kubelet's failure is new: Ready now carries a kubelet failure
+ * reason that the previous status did not (once per reason, not per retry).
+ */
+export function kubeletFailureEvent(previous: Partial<AppStatus> | undefined, next: AppStatus): ReconcileFailure | undefined {
+  const ready = next.conditions.find((c) => c.type === 'Ready');
+  if (ready?.status !== 'False' || !KUBELET_FAILURE_REASONS.has(ready.reason)) return undefined;
+  const before = previous?.conditions?.find((c) => c.type === 'Ready');
+  if (before?.status === 'False' && before.reason === ready.reason) return undefined;
+  return { reason: ready.reason, message: ready.message };
+}
+
 /** Status from the observed children. Pure: the same input gives the same output. */
 export function computeStatus(input: StatusInput): AppStatus {
   const live = input.pods.filter((p) => !p.metadata?.deletionTimestamp);
@@ -114,31 +156,10 @@ export function computeStatus(input: StatusInput): AppStatus {
     replicas === input.size;
   // Never Ready while the current generation is not applied: the pods may be ready, but of an older spec.
   const ready = rolledOut && readyReplicas >= input.size && !input.failure;
-  const refused = replicaFailureOf(input.deployment);
+  const counts = `${readyReplicas}/${input.size} pods ready`;
 
   const conditions: Omit<Condition, 'lastTransitionTime'>[] = [
-    ready
-      ? { type: 'Ready', status: 'True', reason: Reason.AllReplicasReady, message: `${readyReplicas}/${input.size} pods ready` }
-      : input.failure
-        ? {
-            type: 'Ready',
-            status: 'False',
-            reason: input.failure.reason,
-            message: `generation ${generation ?? '?'} is not applied (see Degraded); ${readyReplicas}/${input.size} pods ready`,
-          }
-        : refused
-          ? {
-              type: 'Ready',
-              status: 'False',
-              reason: refused.reason,
-              message: `${refused.message} (${readyReplicas}/${input.size} pods ready)`,
-            }
-          : {
-              type: 'Ready',
-              status: 'False',
-              reason: input.deployment ? Reason.ReplicasNotReady : Reason.DeploymentMissing,
-              message: `${readyReplicas}/${input.size} pods ready`,
-            },
+    ready ? { type: 'Ready', status: 'True', reason: Reason.AllReplicasReady, message: counts } : notReady(input, live, counts),
     rolledOut
       ? {
           type: 'Progressing',

@@ -8,7 +8,10 @@
 // retry tier, and a worker takes the oldest event key first. With one FIFO, 50 CRs failing at once
 // put their first retries (5 ms doubling) ahead of a healthy CR created right after them.
 // - A retry that an event adds again moves to the event tier (promoted): the event may be the news
-//   that its failure's cause is gone (a freed NodePort), and one run serves both.
+//   that its failure's cause is gone (a freed NodePort), and one run serves both. Not so an event that
+//   the key's own run caused (`addUnlessFailing`: the controller's status write watched back): it
+//   never shortens a failing key's backoff, or a failure whose message differs at every try (a
+//   webhook naming a request id) would loop at the speed of its own writes.
 // - A handler's `requeueAfterMs` (status pacing during a rollout) goes to the event tier: it is a
 //   healthy key's deferred work, not a failure, already paced to one run per key per interval by the
 //   handler; behind the retries it would delay a healthy CR's status because of the failing ones.
@@ -91,11 +94,23 @@ export class TokenBucket {
 
   /** Takes a token; returns how many ms until it is there (0: now). */
   reserve(): number {
+    this.refill();
+    this.tokens -= 1;
+    return this.tokens >= 0 ? 0 : (-this.tokens / this.qps) * 1000;
+  }
+
+  /** Takes a token if one is there now (golang.org/x/time/rate's Allow); false leaves the bucket as it was. */
+  tryTake(): boolean {
+    this.refill();
+    if (this.tokens < 1) return false;
+    this.tokens -= 1;
+    return true;
+  }
+
+  private refill(): void {
     const t = this.now();
     this.tokens = Math.min(this.burst, this.tokens + ((t - this.last) / 1000) * this.qps);
     this.last = t;
-    this.tokens -= 1;
-    return this.tokens >= 0 ? 0 : (-this.tokens / this.qps) * 1000;
   }
 }
 
@@ -136,6 +151,8 @@ export class WorkQueue {
   private readonly processing = new Set<string>();
   private readonly delayed = new Map<string, Delayed>();
   private readonly failures = new Map<string, number>();
+  /** Keys `addUnlessFailing` asked for while they were processing: queued again only if that run succeeds. */
+  private readonly unlessFailing = new Set<string>();
   private readonly idleWaiters: { ignoreDelayed: boolean; resolve: () => void }[] = [];
   private readonly drainWaiters: (() => void)[] = [];
   private readonly baseDelayMs: number;
@@ -176,6 +193,18 @@ export class WorkQueue {
    */
   add(key: string): void {
     this.enqueue(key, 'event');
+  }
+
+  /**
+   * Adds a key (event tier) unless it is failing: a key waiting for a failure's retry stays where it
+   * is, and one being processed runs again only if this run succeeds. For events the key's own runs
+   * cause (a controller's status write watched back), which must never shortcut its backoff; the
+   * pending retry reads the latest state anyway.
+   */
+  addUnlessFailing(key: string): void {
+    if (this.shuttingDown || this.failures.has(key)) return;
+    if (this.processing.has(key)) this.unlessFailing.add(key);
+    else this.add(key);
   }
 
   /** Adds a key after `ms` (event tier); of several pending delays for one key the earliest wins. */
@@ -310,6 +339,7 @@ export class WorkQueue {
     }
     const seconds = (performance.now() - startedAt) / 1000;
     this.processing.delete(key);
+    const again = this.unlessFailing.delete(key);
     if ('error' in outcome) {
       this.observe(() => this.hooks.onResult?.(key, 'error', seconds));
       this.retry(key, retryAfterOf(outcome.error));
@@ -323,6 +353,7 @@ export class WorkQueue {
       this.observe(() => this.hooks.onResult?.(key, requeueAfterMs === undefined ? 'success' : 'requeue', seconds));
       // Status pacing, not a failure: the event tier (see the top of this file).
       if (requeueAfterMs !== undefined) this.schedule(key, requeueAfterMs, 'event');
+      if (again) this.enqueue(key, 'event');
     }
     this.finish(key);
   }

@@ -18,7 +18,7 @@ import { RestClient } from '../../operator/runtime/rest.js';
 import { applyManifests } from '../../tools/controlplane/apply.js';
 import { ControlPlane } from '../../tools/controlplane/controlplane.js';
 import { loadEchoStandIn } from '../../tools/echo-image.js';
-import { type OperatorPod, operatorPod, readBundle, synthBundle } from './bundle-file.js';
+import { type OperatorPod, operatorPod, podKinds, readBundle, synthBundle } from './bundle-file.js';
 import { createTestNamespace, crObject, eventually } from './cluster.js';
 import { processesMentioning } from './controlplane-processes.js';
 import { metricValue } from './operator-process.js';
@@ -139,8 +139,8 @@ beforeAll(async () => {
   mkdirSync(out);
   bundle = readBundle(await synthBundle(out));
   pod = operatorPod(bundle);
-  kind = (JSON.parse(env('APPKIND_KINDS')!) as AppKind[])[0]!;
-  leaseName = env('LEASE_NAME')!;
+  kind = podKinds(pod)[0]!;
+  leaseName = env('APPKIND_LEASE_NAME')!;
 
   // The image the bundle names, built from this checkout (warm layers: only the compile step reruns).
   const image = pod.container.image!;

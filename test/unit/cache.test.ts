@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
-import { V1Deployment, V1Pod, V1Service } from '@kubernetes/client-node';
+import { V1ContainerStatus, V1Deployment, V1Pod, V1Service } from '@kubernetes/client-node';
 import { ownerIndex, withoutManagedFields } from '../../operator/runtime/cache.js';
-import { childNameIndex, deploymentChanged, freedNodePorts, nodePortIndex, podChanged, podSummary } from '../../operator/controller/indexes.js';
+import { childNameIndex, deploymentChanged, freedNodePorts, nodePortIndex, podChanged, podSummary, statusOnlyChange } from '../../operator/controller/indexes.js';
 import { refKey } from '../../operator/runtime/ref.js';
 import { SAMPLE_KIND } from '../../operator/kinds/config.js';
 import { appPropsFor, render } from '../../operator/kinds/render.js';
@@ -26,7 +26,7 @@ describe('cache trims and indexes', () => {
     expect(s).toEqual({
       apiVersion: 'v1', kind: 'Pod',
       metadata: { name: 'a-deployment-1', namespace: 'ns', uid: 'u1', resourceVersion: '7', labels: { 'app.kubernetes.io/instance': 'a' }, ownerReferences: pod.metadata!.ownerReferences },
-      status: { conditions: [{ type: 'Ready', status: 'True' }] },
+      status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] },
     });
     expect(ownerIndex(s)).toEqual(['rs1']);
   });
@@ -37,6 +37,26 @@ describe('cache trims and indexes', () => {
     expect(podChanged(s, podSummary({ ...pod, status: { conditions: [{ type: 'Ready', status: 'False' }] } }))).toBe(true);
     expect(podChanged(s, podSummary({ ...pod, metadata: { ...pod.metadata, deletionTimestamp: new Date() } }))).toBe(true);
     expect(podChanged(undefined, s)).toBe(true);
+  });
+
+  it('keeps what the kubelet says is wrong, and sees a change only when its class or the exit code does, not at every retry', () => {
+    const crashing = (restartCount: number, state: V1ContainerStatus['state']): V1Pod => ({
+      ...pod,
+      status: {
+        phase: 'Running', conditions: [{ type: 'Ready', status: 'False', reason: 'ContainersNotReady', message: 'containers with unready status: [c]', lastTransitionTime: new Date(restartCount) }],
+        containerStatuses: [{ name: 'c', image: 'x', imageID: 'sha256:1', ready: false, restartCount, started: false, state, lastState: { terminated: { exitCode: 3, reason: 'Error', startedAt: new Date(restartCount), finishedAt: new Date(restartCount) } } }],
+      },
+    });
+    const backOff = podSummary(crashing(1, { waiting: { reason: 'CrashLoopBackOff', message: 'back-off 10s restarting failed container=c' } }));
+    expect(backOff.status!.containerStatuses).toEqual([
+      { name: 'c', image: 'x', imageID: '', ready: false, restartCount: 1, state: { waiting: { reason: 'CrashLoopBackOff', message: 'back-off 10s restarting failed container=c' } }, lastState: { terminated: { exitCode: 3, reason: 'Error' } } },
+    ]);
+    expect(podChanged(backOff, podSummary(crashing(2, { running: { startedAt: new Date(5) } })))).toBe(false);
+    expect(podChanged(backOff, podSummary(crashing(2, { waiting: { reason: 'CrashLoopBackOff', message: 'back-off 20s restarting failed container=c' } })))).toBe(false);
+    expect(podChanged(backOff, podSummary(crashing(2, { waiting: { reason: 'CreateContainerConfigError', message: 'runAsNonRoot' } })))).toBe(true);
+    const pull = (reason: string) => podSummary({ ...pod, status: { phase: 'Pending', containerStatuses: [{ name: 'c', image: 'x', imageID: '', ready: false, restartCount: 0, state: { waiting: { reason, message: reason } } }] } });
+    expect(podChanged(pull('ErrImagePull'), pull('ImagePullBackOff'))).toBe(false);
+    expect(podChanged(pull('ContainerCreating'), pull('ErrImagePull'))).toBe(true);
   });
 
   it('tells a Deployment change that reconcile reads from the controller\'s status ticks', () => {
@@ -68,6 +88,15 @@ describe('cache trims and indexes', () => {
     expect(deploymentChanged(d, next((x) => x.status!.conditions!.push({ type: 'ReplicaFailure', status: 'True', reason: 'FailedCreate', message: 'quota' })))).toBe(true);
     expect(deploymentChanged(d, next((x) => (x.metadata!.deletionTimestamp = new Date(3000))))).toBe(true);
     expect(deploymentChanged(undefined, d)).toBe(true);
+  });
+
+  it('tells a CR change of its status only (our own status write, watched back) from any other', () => {
+    const cr = { apiVersion: 'swallowlab.com/v1alpha1', kind: 'EchoFlask', metadata: { name: 'a', namespace: 'ns', generation: 1, resourceVersion: '1' }, spec: { size: 1 } };
+    const statusOnly = { ...cr, metadata: { ...cr.metadata, resourceVersion: '2' }, status: { observedGeneration: 1 } };
+    expect(statusOnlyChange(cr, statusOnly)).toBe(true);
+    expect(statusOnlyChange(cr, { ...statusOnly, metadata: { ...statusOnly.metadata, generation: 2 } })).toBe(false);
+    expect(statusOnlyChange(cr, { ...statusOnly, metadata: { ...statusOnly.metadata, labels: { a: 'b' } } })).toBe(false);
+    expect(statusOnlyChange(undefined, statusOnly)).toBe(false);
   });
 
   it('drops managedFields and indexes children by their controller uid', () => {

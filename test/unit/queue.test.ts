@@ -154,6 +154,47 @@ describe('WorkQueue', () => {
     expect(retries).toEqual([2, 4, 8, 2]);
   });
 
+  it('addUnlessFailing (an event the key\'s own run caused) never cuts a failing key\'s backoff short', async () => {
+    // The handler "writes status" at every run, and the write comes back as an event during the run.
+    let calls = 0;
+    const q = new WorkQueue(
+      async (key) => {
+        calls++;
+        q.addUnlessFailing(key);
+        throw new Error(`denied, request ${calls}`);
+      },
+      { workers: 1, baseDelayMs: 60_000, maxDelayMs: 60_000 },
+    );
+    q.start();
+    q.add('k');
+    await q.whenIdle({ ignoreDelayed: true });
+    expect(calls).toBe(1);
+    // The event arrives after the run, the retry pending: still only the retry will run it.
+    q.addUnlessFailing('k');
+    await q.whenIdle({ ignoreDelayed: true });
+    expect(calls).toBe(1);
+    // A plain add (news from elsewhere) still promotes it.
+    q.add('k');
+    await q.whenIdle({ ignoreDelayed: true });
+    expect(calls).toBe(2);
+    await q.shutdown(0);
+  });
+
+  it('addUnlessFailing runs a healthy key again, once more after a run in progress that succeeds', async () => {
+    const r = recorder({ block: true });
+    const q = new WorkQueue(r.handler, { workers: 1 });
+    q.start();
+    q.addUnlessFailing('k');
+    await tick();
+    expect(r.calls).toEqual(['k']);
+    q.addUnlessFailing('k');
+    r.release('k');
+    await tick();
+    expect(r.calls).toEqual(['k', 'k']);
+    r.release('k');
+    await q.whenIdle();
+  });
+
   it('computes backoff as base * 2^failures capped at max', () => {
     expect(backoffDelay(0, 5, 1_000_000)).toBe(5);
     expect(backoffDelay(1, 5, 1_000_000)).toBe(10);

@@ -1,6 +1,6 @@
 import { describe, expect, test } from '@jest/globals';
-import { V1Deployment, V1Pod, V1Service } from '@kubernetes/client-node';
-import { computeStatus, podsRefusedEvent, replicaFailureOf, selectorString, statusEqual, StatusInput } from '../../operator/controller/status.js';
+import { V1ContainerStatus, V1Deployment, V1Pod, V1Service } from '@kubernetes/client-node';
+import { computeStatus, kubeletFailureEvent, podsRefusedEvent, replicaFailureOf, selectorString, statusEqual, StatusInput } from '../../operator/controller/status.js';
 
 const labels = { 'app.kubernetes.io/name': 'echoflask', 'app.kubernetes.io/instance': 'example-echoflask', 'app.kubernetes.io/managed-by': 'cdk8s-appkind' };
 const pod = (name: string, ready: boolean, deleting = false): V1Pod => ({
@@ -105,5 +105,71 @@ describe('statusEqual', () => {
 
   test('selectorString sorts keys', () => {
     expect(selectorString({ b: '2', a: '1' })).toBe('a=1,b=2');
+  });
+});
+
+describe('what only a kubelet reports, on the CR', () => {
+  const failing = (name: string, cs: Partial<V1ContainerStatus>, phase = 'Pending'): V1Pod => ({
+    metadata: { name, labels },
+    status: {
+      phase,
+      conditions: [{ type: 'Ready', status: 'False', reason: 'ContainersNotReady', message: 'containers with unready status: [app]' }],
+      containerStatuses: [{ name: 'app', image: 'x', imageID: '', ready: false, restartCount: 0, ...cs }],
+    },
+  });
+  const pull = (reason: string, message: string) => failing('p1', { state: { waiting: { reason, message } } });
+  const crash = (restartCount: number, backoff: string) =>
+    failing('p1', { restartCount, state: { waiting: { reason: 'CrashLoopBackOff', message: `back-off ${backoff} restarting failed container=app pod=p1_ns(uid)` } }, lastState: { terminated: { exitCode: 3, reason: 'Error' } } }, 'Running');
+  const rolling = { ...base, size: 1, deployment: deployment(1, 0) };
+
+  test('an image not found: Ready=False ErrImagePull with the kubelet message; the ImagePullBackOff between pulls writes no new status', () => {
+    const first = computeStatus({ ...rolling, pods: [pull('ErrImagePull', 'failed to pull and unpack image "docker.io/library/nope:1": not found')] });
+    expect(condition(first, 'Ready')).toMatchObject({
+      status: 'False', reason: 'ErrImagePull',
+      message: 'container "app" of pod p1: failed to pull and unpack image "docker.io/library/nope:1": not found (0/1 pods ready)',
+    });
+    expect(kubeletFailureEvent(undefined, first)).toEqual({ reason: 'ErrImagePull', message: condition(first, 'Ready').message });
+    const backOff = computeStatus({ ...rolling, pods: [pull('ImagePullBackOff', 'Back-off pulling image "docker.io/library/nope:1"')], previous: first, now: new Date('2026-12-02T10:05:00Z') });
+    expect(statusEqual(first, backOff)).toBe(true);
+    expect(kubeletFailureEvent(first, backOff)).toBeUndefined();
+  });
+
+  test('a container that exits: CrashLoopBackOff with the last exit code, and no status change per restart', () => {
+    const first = computeStatus({ ...rolling, pods: [crash(1, '10s')] });
+    expect(condition(first, 'Ready')).toMatchObject({
+      status: 'False', reason: 'CrashLoopBackOff',
+      message: 'container "app" of pod p1 exited with code 3 (Error); the kubelet restarts it with back-off (0/1 pods ready)',
+    });
+    // The next restarts: running again (not ready), exited, back-off doubled.
+    const running = failing('p1', { restartCount: 2, state: { running: {} }, lastState: { terminated: { exitCode: 3, reason: 'Error' } } }, 'Running');
+    const exited = failing('p1', { restartCount: 2, state: { terminated: { exitCode: 3, reason: 'Error' } }, lastState: { terminated: { exitCode: 3, reason: 'Error' } } }, 'Running');
+    for (const pod of [running, exited, crash(2, '20s'), crash(5, '2m40s')]) {
+      const next = computeStatus({ ...rolling, pods: [pod], previous: first });
+      expect(statusEqual(first, next)).toBe(true);
+    }
+    expect(kubeletFailureEvent(first, computeStatus({ ...rolling, pods: [crash(2, '20s')], previous: first }))).toBeUndefined();
+    // A running container that exited once, seen with no CrashLoopBackOff before, is only not ready.
+    expect(condition(computeStatus({ ...rolling, pods: [running] }), 'Ready').reason).toBe('ContainersNotReady');
+  });
+
+  test('a root image in a runAsNonRoot kind: CreateContainerConfigError with the kubelet message', () => {
+    const pod = failing('p1', { state: { waiting: { reason: 'CreateContainerConfigError', message: 'container has runAsNonRoot and image will run as root (pod: "p1_ns(uid)", container: app)' } } });
+    const status = computeStatus({ ...rolling, pods: [pod] });
+    expect(condition(status, 'Ready')).toMatchObject({ reason: 'CreateContainerConfigError', message: expect.stringContaining('container has runAsNonRoot and image will run as root') });
+    expect(kubeletFailureEvent(undefined, status)?.reason).toBe('CreateContainerConfigError');
+  });
+
+  test('a running pod not ready: the kubelet reason and message, an ordinary rollout reason (no Event)', () => {
+    const status = computeStatus({ ...rolling, pods: [failing('p1', { state: { running: {} } }, 'Running')] });
+    expect(condition(status, 'Ready')).toMatchObject({ status: 'False', reason: 'ContainersNotReady', message: 'pod p1: containers with unready status: [app] (0/1 pods ready)' });
+    expect(kubeletFailureEvent(undefined, status)).toBeUndefined();
+  });
+
+  test('a failure to apply and a refusal by admission come first; Ready pods hide nothing', () => {
+    const pods = [pull('ErrImagePull', 'not found')];
+    expect(condition(computeStatus({ ...rolling, pods, failure: { reason: 'ApplyFailed', message: 'm' } }), 'Ready').reason).toBe('ApplyFailed');
+    expect(condition(computeStatus({ ...rolling, deployment: deployment(1, 1), pods: [pod('p1', true)] }), 'Ready').status).toBe('True');
+    // A pending pod the kubelet has not started yet (ContainerCreating) is the rollout, not a failure.
+    expect(condition(computeStatus({ ...rolling, pods: [failing('p1', { state: { waiting: { reason: 'ContainerCreating' } } })] }), 'Ready').reason).toBe('ReplicasNotReady');
   });
 });
