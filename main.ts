@@ -3,17 +3,20 @@
 import { App, Chart } from 'cdk8s';
 import { OperatorBundle } from 'cdk8s-appkind';
 import { ConfigError, loadAppKinds, watchNamespaces } from 'appkind-operator/kinds';
+import { withPrefixedSettings } from 'appkind-operator/settings';
 import { addKindCharts } from './sample.js';
 
 try {
+  const { env, deprecations } = withPrefixedSettings(process.env);
+  for (const message of deprecations) console.error(`cdk8s synth: ${message}`);
   const app = new App();
-  const kinds = loadAppKinds(process.env);
+  const kinds = loadAppKinds(env);
   for (const kind of kinds) addKindCharts(app, kind);
   new OperatorBundle(new Chart(app, 'appkind-operator', { disableResourceNameHashes: true }), 'bundle', {
     kinds,
-    image: process.env.OPERATOR_IMAGE || undefined,
-    namespace: process.env.OPERATOR_NAMESPACE || undefined,
-    watchNamespaces: watchNamespaces(process.env),
+    image: env.APPKIND_OPERATOR_IMAGE || undefined,
+    namespace: env.APPKIND_OPERATOR_NAMESPACE || undefined,
+    watchNamespaces: watchNamespaces(env),
   });
   app.synth();
 } catch (e) {

@@ -22,7 +22,7 @@ export interface OperatorSetup {
   readonly rest: RestClient;
   /** Metrics and health port of the operator process. */
   readonly port: number;
-  /** The operator's environment: its ServiceAccount's kubeconfig, the port, LOG_LEVEL=warn. */
+  /** The operator's environment: its ServiceAccount's kubeconfig, the port, APPKIND_LOG_LEVEL=warn. */
   readonly env: NodeJS.ProcessEnv;
 }
 
@@ -54,6 +54,6 @@ export async function setUpOperator(cp: ControlPlane): Promise<OperatorSetup> {
   await garbageCollectorWatches(rest);
   const kubeconfig = await cp.serviceAccountKubeconfig(OPERATOR_NS, 'appkind-operator');
   const port = await freePort();
-  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, KUBECONFIG: kubeconfig, METRICS_PORT: String(port), HEALTH_PORT: String(port), LOG_LEVEL: 'warn' };
+  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, KUBECONFIG: kubeconfig, APPKIND_METRICS_PORT: String(port), APPKIND_HEALTH_PORT: String(port), APPKIND_LOG_LEVEL: 'warn' };
   return { rest, port, env };
 }

@@ -9,14 +9,15 @@
 // control plane, create and scale, checked to apply render()'s very objects.
 // Writes bench/results.json and the tables of docs/benchmark.md. Usage: npm run bench [-- --n 1000] [--growth]
 // [--2500] [--edits 200] [--steady 60] [--no-rollout] [--go] [--repeat K] [--profile <dir>]
-// The operator's own settings (WORKERS, STATUS_INTERVAL_MS) pass through from the environment.
+// The operator's own settings (APPKIND_WORKERS, APPKIND_STATUS_INTERVAL_MS) pass through from the environment.
 import { KubeConfig, type KubernetesObject, type V1Deployment } from '@kubernetes/client-node';
 import { execFileSync, spawn } from 'node:child_process';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { render, type AppResource } from 'appkind-operator/kinds';
 import { RestClient } from 'appkind-operator/runtime';
-import { DEFAULT_STATUS_INTERVAL_MS, DEFAULT_WORKERS } from 'appkind-operator/settings';
+import { DEFAULT_STATUS_INTERVAL_MS, DEFAULT_WORKERS, withPrefixedSettings } from 'appkind-operator/settings';
+
 import type { AuditEvent } from '../tools/controlplane/audit.js';
 import { ControlPlane } from '../tools/controlplane/controlplane.js';
 import { httpGet, waitFor } from '../tools/controlplane/readiness.js';
@@ -27,6 +28,9 @@ import { BenchRun, BenchSettings, FloorRun, GoOperatorRun, isWrite, mediansOf, O
 import { freePort } from '../tools/controlplane/ports.js';
 import { kind, NS, OPERATOR_NS, setUpOperator } from './operator-setup.js';
 import { Tracker } from './tracker.js';
+
+/** The environment with the deprecated unprefixed settings read as their APPKIND_ names. */
+const settingsEnv = withPrefixedSettings(process.env).env;
 
 const root = join(import.meta.dirname, '..');
 const OPERATOR_USER = `system:serviceaccount:${OPERATOR_NS}:appkind-operator`;
@@ -315,7 +319,7 @@ async function operatorRun(n: number, s: Settings, onExit: (code: number | null)
   const cp = await startControlPlane(n, s);
   try {
     const { rest, port, env } = await setUpOperator(cp);
-    for (const name of ['WORKERS', 'STATUS_INTERVAL_MS', 'LOG_LEVEL']) if (process.env[name]) env[name] = process.env[name];
+    for (const name of ['APPKIND_WORKERS', 'APPKIND_STATUS_INTERVAL_MS', 'APPKIND_LOG_LEVEL']) if (settingsEnv[name]) env[name] = settingsEnv[name];
     let op = await startOperator(env, port, s, `operator-${n}`);
     try {
       const metrics = async () => (await httpGet(`http://127.0.0.1:${port}/metrics`)).body;
@@ -354,7 +358,7 @@ async function operatorRun(n: number, s: Settings, onExit: (code: number | null)
       }
       latencies.sort((a, b) => a - b);
 
-      const statusIntervalMs = Number(process.env.STATUS_INTERVAL_MS || DEFAULT_STATUS_INTERVAL_MS);
+      const statusIntervalMs = Number(settingsEnv.APPKIND_STATUS_INTERVAL_MS || DEFAULT_STATUS_INTERVAL_MS);
       const settleMs = Math.max(15_000, statusIntervalMs + 5_000);
       log(`bench: operator N=${n}: ${settleMs / 1000} s to settle, then ${s.steadySeconds} s of steady state`);
       await crs.waitFor(`operator: ${n} CRs converged after the edits`, n, (r) => crConverged(r.spec?.size ?? 0)(r), 600_000);
@@ -514,8 +518,8 @@ async function main(): Promise<void> {
     ...(s.repeat > 1 ? { repeat: s.repeat } : {}),
     rolloutImage: s.rollout ? ROLLOUT_IMAGE : undefined,
     operator: {
-      workers: Number(process.env.WORKERS || DEFAULT_WORKERS),
-      statusIntervalMs: Number(process.env.STATUS_INTERVAL_MS || DEFAULT_STATUS_INTERVAL_MS),
+      workers: Number(settingsEnv.APPKIND_WORKERS || DEFAULT_WORKERS),
+      statusIntervalMs: Number(settingsEnv.APPKIND_STATUS_INTERVAL_MS || DEFAULT_STATUS_INTERVAL_MS),
     },
   };
   const runs: BenchRun[] = [];

@@ -5,13 +5,13 @@ import { DEFAULT_WORKERS } from './settings.js';
 /** Command-line flags and the environment variables they set (a flag wins over the variable). */
 const FLAGS = {
   config: { env: 'APPKIND_CONFIG', help: 'YAML/JSON file listing the kinds' },
-  namespace: { env: 'WATCH_NAMESPACE', help: 'namespace to watch (repeat or comma-separate; default all)' },
-  workers: { env: 'WORKERS', help: `parallel reconciles (default ${DEFAULT_WORKERS})` },
-  'field-manager': { env: 'FIELD_MANAGER', help: 'server-side apply field manager (default appkind-operator)' },
-  'log-level': { env: 'LOG_LEVEL', help: 'debug, info, warn or error (default info)' },
-  'leader-elect': { env: 'LEADER_ELECT', help: 'true to elect a leader on a Lease (default false)' },
-  'metrics-port': { env: 'METRICS_PORT', help: 'port for /metrics (default 8080; 0 any, -1 off)' },
-  'health-port': { env: 'HEALTH_PORT', help: 'port for /healthz and /readyz (default 8081; 0 any, -1 off)' },
+  namespace: { env: 'APPKIND_WATCH_NAMESPACE', help: 'namespace to watch (repeat or comma-separate; default all)' },
+  workers: { env: 'APPKIND_WORKERS', help: `parallel reconciles (default ${DEFAULT_WORKERS})` },
+  'field-manager': { env: 'APPKIND_FIELD_MANAGER', help: 'server-side apply field manager (default appkind-operator)' },
+  'log-level': { env: 'APPKIND_LOG_LEVEL', help: 'debug, info, warn or error (default info)' },
+  'leader-elect': { env: 'APPKIND_LEADER_ELECT', help: 'true to elect a leader on a Lease (default false)' },
+  'metrics-port': { env: 'APPKIND_METRICS_PORT', help: 'port for /metrics (default 8080; 0 any, -1 off)' },
+  'health-port': { env: 'APPKIND_HEALTH_PORT', help: 'port for /healthz and /readyz (default 8081; 0 any, -1 off)' },
 } as const;
 
 export const USAGE = [

@@ -11,7 +11,10 @@ import { loadKubeAccess } from './runtime/kubeconfig.js';
 import { LeaderElector } from './runtime/leader.js';
 import { createLogger, Logger } from './runtime/log.js';
 import { OperatorMetrics } from './runtime/metrics.js';
+import { KindsFile } from './controller/kinds-file.js';
 import { Operator } from './controller/operator.js';
+import { EventRecorder } from './runtime/events.js';
+import type { AppKind } from 'cdk8s-appkind';
 import { loadSettings, OperatorSettings } from './settings.js';
 
 const IN_CLUSTER_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
@@ -23,6 +26,49 @@ function leaseNamespace(settings: OperatorSettings): string {
   } catch {
     return 'default';
   }
+}
+
+/**
+ * Serves the kinds file's valid edits; a refused edit is logged, counted (appkind_config_last_reload_successful 0)
+ * and, when the file is a ConfigMap's, a Warning Event on it (`kubectl describe configmap`).
+ */
+function watchKindsFile(settings: OperatorSettings, operator: Operator, metrics: OperatorMetrics, log: Logger): KindsFile {
+  const file = settings.configFile!;
+  const events = new EventRecorder(operator.rest, settings.fieldManager, log);
+  const configMap = settings.configMap && {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { namespace: settings.configMap.namespace, name: settings.configMap.name },
+  };
+  const names = (kinds: Iterable<AppKind>) => [...kinds].map((k) => `${k.kind}.${k.group}/${k.version}`);
+  let served = settings.kinds;
+  metrics.configReloaded(true);
+  const kindsFile = new KindsFile(file, {
+    valid: (kinds) => {
+      metrics.configReloaded(true);
+      const changes = operator.setKinds(kinds);
+      served = kinds;
+      log.info('kinds configuration changed', { file, ...changes, kinds: names(kinds) });
+      const what = Object.entries(changes)
+        .filter(([, v]) => v.length > 0)
+        .map(([k, v]) => `${k} ${v.join(', ')}`);
+      if (configMap)
+        void events.record(
+          configMap,
+          'Normal',
+          'KindsChanged',
+          `serving ${names(kinds).join(', ')}${what.length ? ` (${what.join('; ')})` : ''}`,
+        );
+    },
+    invalid: (error) => {
+      metrics.configReloaded(false);
+      log.error('kinds configuration refused; still serving the kinds before it', { file, reason: error.message, kinds: names(served) });
+      if (configMap)
+        void events.record(configMap, 'Warning', 'InvalidKinds', `${error.message} (still serving ${names(served).join(', ')})`);
+    },
+  });
+  kindsFile.start();
+  return kindsFile;
 }
 
 async function run(settings: OperatorSettings, log: Logger): Promise<void> {
@@ -65,6 +111,7 @@ async function run(settings: OperatorSettings, log: Logger): Promise<void> {
       inFlight: operator.inFlight,
       queued: operator.queue.depth,
     });
+    kindsFile?.stop();
     const finished = await operator.stop(settings.shutdownGraceSeconds * 1000);
     if (!finished) log.warn('in-flight reconciles did not finish within the grace period');
     await elector?.release();
@@ -76,6 +123,7 @@ async function run(settings: OperatorSettings, log: Logger): Promise<void> {
   process.on('SIGTERM', () => void shutdown('SIGTERM', 0));
   process.on('SIGINT', () => void shutdown('SIGINT', 0));
 
+  const kindsFile = settings.configFile ? watchKindsFile(settings, operator, metrics, log) : undefined;
   await operator.startCaches();
   if (!elector) {
     operator.startWorkers();
@@ -112,6 +160,7 @@ try {
   process.exit(2);
 }
 const log = createLogger(settings.logLevel);
+for (const message of settings.deprecations) log.warn(message);
 process.on('unhandledRejection', (reason) => log.error('unhandled rejection', { error: reason }));
 run(settings, log).catch((e: unknown) => {
   log.error('operator failed to start', { error: e });

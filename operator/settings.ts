@@ -1,15 +1,16 @@
 import { AppKind } from 'cdk8s-appkind';
 import { ConfigError, loadAppKinds, watchNamespaces } from './kinds/config.js';
 import type { LogLevel } from './runtime/log.js';
+import { withPrefixedSettings } from './settings-env.js';
 
 /** Everything the operator process is configured with; read from the environment (flags override). */
 export interface OperatorSettings {
   /** App kinds this process serves. */
   readonly kinds: AppKind[];
-  /** Namespaces to watch; empty means all namespaces. Env WATCH_NAMESPACE (comma-separated). */
+  /** Namespaces to watch; empty means all namespaces. Env APPKIND_WATCH_NAMESPACE (comma-separated). */
   readonly namespaces: string[];
   /**
-   * Parallel reconciles. Env WORKERS. @default 8 (a reconcile mostly waits on the API server; at
+   * Parallel reconciles. Env APPKIND_WORKERS. @default 8 (a reconcile mostly waits on the API server; at
    * 1000 CRs two workers left keys queued behind each other's round trips; see the figures in docs/benchmark.md)
    */
   readonly workers: number;
@@ -18,48 +19,57 @@ export interface OperatorSettings {
    * the first status of a new CR or of an edit (a new generation) waits for its rollout to complete
    * (then one write says Ready); Degraded, refusals, a new NodePort and Ready flips of the same
    * generation are written at once.
-   * Env STATUS_INTERVAL_MS; 0 writes every change. @default 60000 (rollouts at N=300-1000 on
+   * Env APPKIND_STATUS_INTERVAL_MS; 0 writes every change. @default 60000 (rollouts at N=300-1000 on
    * 2 cores take longer than 30 s: with 30 s every CR wrote progress every 30 s, which was most
    * of the operator's load on the API server; see the figures in docs/benchmark.md)
    */
   readonly statusIntervalMs: number;
-  /** Server-side apply field manager. Env FIELD_MANAGER. @default "appkind-operator" */
+  /** Server-side apply field manager. Env APPKIND_FIELD_MANAGER. @default "appkind-operator" */
   readonly fieldManager: string;
-  /** Env LOG_LEVEL. @default "info" */
+  /** Env APPKIND_LOG_LEVEL. @default "info" */
   readonly logLevel: LogLevel;
-  /** Port for /metrics. Env METRICS_PORT; 0 picks a free port, -1 disables. @default 8080 */
+  /** Port for /metrics. Env APPKIND_METRICS_PORT; 0 picks a free port, -1 disables. @default 8080 */
   readonly metricsPort: number;
-  /** Port for /healthz and /readyz. Env HEALTH_PORT; 0 picks a free port, -1 disables. @default 8081 */
+  /** Port for /healthz and /readyz. Env APPKIND_HEALTH_PORT; 0 picks a free port, -1 disables. @default 8081 */
   readonly healthPort: number;
-  /** Leader election on a Lease. Env LEADER_ELECT. @default false (true in the install bundle) */
+  /** Leader election on a Lease. Env APPKIND_LEADER_ELECT. @default false (true in the install bundle) */
   readonly leaderElect: boolean;
-  /** Lease name. Env LEASE_NAME. @default "appkind-operator" */
+  /** Lease name. Env APPKIND_LEASE_NAME. @default "appkind-operator" */
   readonly leaseName: string;
-  /** Lease namespace. Env LEASE_NAMESPACE, else POD_NAMESPACE, else the in-cluster namespace, else "default". */
+  /** Lease namespace. Env APPKIND_LEASE_NAMESPACE, else APPKIND_POD_NAMESPACE, else the in-cluster namespace, else "default". */
   readonly leaseNamespace?: string;
-  /** Env LEASE_DURATION_SECONDS. @default 15 */
+  /** Env APPKIND_LEASE_DURATION_SECONDS. @default 15 */
   readonly leaseDurationSeconds: number;
-  /** Env RENEW_DEADLINE_SECONDS. @default 10 */
+  /** Env APPKIND_RENEW_DEADLINE_SECONDS. @default 10 */
   readonly renewDeadlineSeconds: number;
-  /** Env RETRY_PERIOD_SECONDS. @default 2 */
+  /** Env APPKIND_RETRY_PERIOD_SECONDS. @default 2 */
   readonly retryPeriodSeconds: number;
-  /** Identity used in the Lease. Env POD_NAME, else hostname_pid. */
+  /** Identity used in the Lease. Env APPKIND_POD_NAME, else hostname_pid. */
   readonly identity?: string;
-  /** Longest wait for in-flight reconciles on SIGTERM. Env SHUTDOWN_GRACE_SECONDS. @default 20 */
+  /** Longest wait for in-flight reconciles on SIGTERM. Env APPKIND_SHUTDOWN_GRACE_SECONDS. @default 20 */
   readonly shutdownGraceSeconds: number;
-  /** A watch silent for this long is restarted (relist). Env WATCH_STALE_SECONDS. @default 300 */
+  /** A watch silent for this long is restarted (relist). Env APPKIND_WATCH_STALE_SECONDS. @default 300 */
   readonly watchStaleSeconds: number;
   /**
    * Longest wait between two retries of a failing (Degraded) CR: retries back off from 5 ms,
    * doubling, up to this. It bounds how long a CR stays Degraded after a cause that no watched
    * object's event reports is gone: a NodePort held by a Service outside the watched namespaces, or
    * left allocated by an API server cut off mid-write (its repair loop frees such a port at its third
-   * run, 6-9 minutes later). Env DEGRADED_RETRY_SECONDS. @default 60 (client-go's and
+   * run, 6-9 minutes later). Env APPKIND_DEGRADED_RETRY_SECONDS. @default 60 (client-go's and
    * controller-runtime's default cap, 1000 s, left such a CR Degraded up to 16 minutes after the port
    * was free; each Degraded CR costs at most one reconcile a minute, and all retries together are
    * held to 10 a second)
    */
   readonly degradedRetrySeconds: number;
+  /** The kinds file (APPKIND_CONFIG), read again whenever it changes; undefined when the kinds come from elsewhere. */
+  readonly configFile?: string;
+  /**
+   * The ConfigMap the kinds file is mounted from (env APPKIND_CONFIG_MAP, `namespace/name`, or a name
+   * in the operator's namespace): a refused edit is also reported as a Warning Event on it.
+   */
+  readonly configMap?: { readonly namespace: string; readonly name: string };
+  /** One warning for each deprecated unprefixed variable that is set (settings-env.ts). */
+  readonly deprecations: string[];
 }
 
 export const DEFAULT_WORKERS = 8;
@@ -84,36 +94,51 @@ function boolSetting(env: NodeJS.ProcessEnv, name: string, fallback: boolean): b
   throw new ConfigError(`${name}="${raw}" is not a boolean; use true or false`);
 }
 
+function configMapOf(raw: string | undefined, podNamespace: string | undefined): OperatorSettings['configMap'] {
+  if (!raw) return undefined;
+  const [namespace, name] = raw.includes('/') ? raw.split('/', 2) : [podNamespace, raw];
+  if (!namespace || !name) {
+    throw new ConfigError(`APPKIND_CONFIG_MAP="${raw}" names no namespace; write namespace/name, or set APPKIND_POD_NAMESPACE`);
+  }
+  return { namespace, name };
+}
+
 /** Reads the settings from the environment; throws ConfigError naming the variable on bad input. */
-export function loadSettings(env: NodeJS.ProcessEnv = process.env): OperatorSettings {
-  const logLevel = (env.LOG_LEVEL || 'info').toLowerCase();
+export function loadSettings(given: NodeJS.ProcessEnv = process.env): OperatorSettings {
+  const { env, deprecations } = withPrefixedSettings(given);
+  const logLevel = (env.APPKIND_LOG_LEVEL || 'info').toLowerCase();
   if (!['debug', 'info', 'warn', 'error'].includes(logLevel)) {
-    throw new ConfigError(`LOG_LEVEL="${env.LOG_LEVEL}" is not one of debug, info, warn, error`);
+    throw new ConfigError(`APPKIND_LOG_LEVEL="${env.APPKIND_LOG_LEVEL}" is not one of debug, info, warn, error`);
   }
   const settings: OperatorSettings = {
     kinds: loadAppKinds(env),
     namespaces: watchNamespaces(env),
-    workers: intSetting(env, 'WORKERS', DEFAULT_WORKERS, 1, 64),
-    statusIntervalMs: intSetting(env, 'STATUS_INTERVAL_MS', DEFAULT_STATUS_INTERVAL_MS, 0, 3_600_000),
-    fieldManager: env.FIELD_MANAGER || 'appkind-operator',
+    workers: intSetting(env, 'APPKIND_WORKERS', DEFAULT_WORKERS, 1, 64),
+    statusIntervalMs: intSetting(env, 'APPKIND_STATUS_INTERVAL_MS', DEFAULT_STATUS_INTERVAL_MS, 0, 3_600_000),
+    fieldManager: env.APPKIND_FIELD_MANAGER || 'appkind-operator',
     logLevel: logLevel as LogLevel,
-    metricsPort: intSetting(env, 'METRICS_PORT', 8080, -1, 65535),
-    healthPort: intSetting(env, 'HEALTH_PORT', 8081, -1, 65535),
-    leaderElect: boolSetting(env, 'LEADER_ELECT', false),
-    leaseName: env.LEASE_NAME || 'appkind-operator',
-    leaseNamespace: env.LEASE_NAMESPACE || env.POD_NAMESPACE || undefined,
-    leaseDurationSeconds: intSetting(env, 'LEASE_DURATION_SECONDS', 15, 1, 3600),
-    renewDeadlineSeconds: intSetting(env, 'RENEW_DEADLINE_SECONDS', 10, 1, 3600),
-    retryPeriodSeconds: intSetting(env, 'RETRY_PERIOD_SECONDS', 2, 1, 3600),
-    identity: env.POD_NAME || undefined,
-    shutdownGraceSeconds: intSetting(env, 'SHUTDOWN_GRACE_SECONDS', 20, 0, 3600),
-    watchStaleSeconds: intSetting(env, 'WATCH_STALE_SECONDS', 300, 5, 86400),
-    degradedRetrySeconds: intSetting(env, 'DEGRADED_RETRY_SECONDS', DEFAULT_DEGRADED_RETRY_SECONDS, 1, 3600),
+    metricsPort: intSetting(env, 'APPKIND_METRICS_PORT', 8080, -1, 65535),
+    healthPort: intSetting(env, 'APPKIND_HEALTH_PORT', 8081, -1, 65535),
+    leaderElect: boolSetting(env, 'APPKIND_LEADER_ELECT', false),
+    leaseName: env.APPKIND_LEASE_NAME || 'appkind-operator',
+    leaseNamespace: env.APPKIND_LEASE_NAMESPACE || env.APPKIND_POD_NAMESPACE || undefined,
+    leaseDurationSeconds: intSetting(env, 'APPKIND_LEASE_DURATION_SECONDS', 15, 1, 3600),
+    renewDeadlineSeconds: intSetting(env, 'APPKIND_RENEW_DEADLINE_SECONDS', 10, 1, 3600),
+    retryPeriodSeconds: intSetting(env, 'APPKIND_RETRY_PERIOD_SECONDS', 2, 1, 3600),
+    identity: env.APPKIND_POD_NAME || undefined,
+    shutdownGraceSeconds: intSetting(env, 'APPKIND_SHUTDOWN_GRACE_SECONDS', 20, 0, 3600),
+    watchStaleSeconds: intSetting(env, 'APPKIND_WATCH_STALE_SECONDS', 300, 5, 86400),
+    degradedRetrySeconds: intSetting(env, 'APPKIND_DEGRADED_RETRY_SECONDS', DEFAULT_DEGRADED_RETRY_SECONDS, 1, 3600),
+    configFile: env.APPKIND_CONFIG || undefined,
+    configMap: configMapOf(env.APPKIND_CONFIG_MAP, env.APPKIND_POD_NAMESPACE),
+    deprecations,
   };
   if (settings.renewDeadlineSeconds >= settings.leaseDurationSeconds) {
     throw new ConfigError(
-      `RENEW_DEADLINE_SECONDS (${settings.renewDeadlineSeconds}) must be less than LEASE_DURATION_SECONDS (${settings.leaseDurationSeconds})`,
+      `APPKIND_RENEW_DEADLINE_SECONDS (${settings.renewDeadlineSeconds}) must be less than APPKIND_LEASE_DURATION_SECONDS (${settings.leaseDurationSeconds})`,
     );
   }
   return settings;
 }
+
+export { PREFIXED_SETTINGS, prefixed, SETTINGS_PREFIX, withPrefixedSettings } from './settings-env.js';

@@ -11,6 +11,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { crdObjects } from 'appkind-operator/kinds';
 import { ConfigError, loadAppKinds } from 'appkind-operator/kinds';
+import { prefixed } from 'appkind-operator/settings';
 import type { AppKind } from 'cdk8s-appkind';
 import { applyManifests } from './controlplane/apply.js';
 import { loadEchoStandIn } from './echo-image.js';
@@ -44,6 +45,12 @@ export async function startLocal(opts: StartLocalOptions = {}): Promise<ControlP
   return cp;
 }
 
+function freePortsUnlessSet(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const out = { ...env };
+  for (const name of ['METRICS_PORT', 'HEALTH_PORT'] as const) if (!out[name] && !out[prefixed(name)]) out[prefixed(name)] = '0';
+  return out;
+}
+
 /**
  * The operator as `npm run operator` runs it, against the local control plane; its JSON logs go to
  * stderr. Resolves once it reconciles (its "workers started" line).
@@ -51,7 +58,8 @@ export async function startLocal(opts: StartLocalOptions = {}): Promise<ControlP
 function startOperator(kubeconfigPath: string): Promise<ChildProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', join(repoRoot, 'operator', 'main.ts')], {
     cwd: repoRoot,
-    env: { METRICS_PORT: '0', HEALTH_PORT: '0', ...process.env, KUBECONFIG: kubeconfigPath },
+    // Free ports unless set (an unprefixed METRICS_PORT/HEALTH_PORT is read as the APPKIND_ one, deprecated).
+    env: { ...freePortsUnlessSet(process.env), KUBECONFIG: kubeconfigPath },
     stdio: ['ignore', 'pipe', process.stderr],
   });
   // Dies with us even on SIGKILL, like the control plane's own processes.

@@ -1,11 +1,12 @@
-import { ApiObject, Chart, JsonPatch } from 'cdk8s';
+import { ApiObject, Chart, JsonPatch, Yaml } from 'cdk8s';
 import { k8s } from 'cdk8s-plus-27';
 import { Construct } from 'constructs';
+import { addChildAdmissionPolicies } from './admission-policy';
 import { AppKind } from './appkind';
 import { AppKindCrd } from './crd';
 import { ImagePullPolicy, ResourceList, ResourceRequirements } from './resources';
 
-/** LOG_LEVEL of the operator. */
+/** APPKIND_LOG_LEVEL of the operator. */
 export enum LogLevel {
   /** Every request, cache event and reconcile step. */
   DEBUG = 'debug',
@@ -28,6 +29,9 @@ const OPERATOR_UID = 65532;
 /** Container ports of the operator. */
 const METRICS_PORT = 8080;
 const HEALTH_PORT = 8081;
+/** Where the kinds ConfigMap is mounted, and its one key: the operator reads APPKIND_CONFIG there and again at every change. */
+const KINDS_DIR = '/etc/appkind';
+const KINDS_KEY = 'kinds.yaml';
 
 /** Props of an {@link OperatorBundle}. */
 export interface OperatorBundleProps {
@@ -80,32 +84,32 @@ export interface OperatorBundleProps {
    */
   readonly resources?: ResourceRequirements;
   /**
-   * Parallel reconciles (WORKERS).
+   * Parallel reconciles (APPKIND_WORKERS).
    * @default 8
    */
   readonly workers?: number;
   /**
-   * LOG_LEVEL of the operator.
+   * APPKIND_LOG_LEVEL of the operator.
    * @default LogLevel.INFO
    */
   readonly logLevel?: LogLevel;
   /**
-   * LEASE_DURATION_SECONDS: how long a standby waits for a silent leader.
+   * APPKIND_LEASE_DURATION_SECONDS: how long a standby waits for a silent leader.
    * @default 15
    */
   readonly leaseDurationSeconds?: number;
   /**
-   * RENEW_DEADLINE_SECONDS: the leader steps down when it could not renew for this long.
+   * APPKIND_RENEW_DEADLINE_SECONDS: the leader steps down when it could not renew for this long.
    * @default 10
    */
   readonly renewDeadlineSeconds?: number;
   /**
-   * RETRY_PERIOD_SECONDS: time between lease attempts.
+   * APPKIND_RETRY_PERIOD_SECONDS: time between lease attempts.
    * @default 2
    */
   readonly retryPeriodSeconds?: number;
   /**
-   * SHUTDOWN_GRACE_SECONDS: longest wait for in-flight reconciles on SIGTERM.
+   * APPKIND_SHUTDOWN_GRACE_SECONDS: longest wait for in-flight reconciles on SIGTERM.
    * @default 20
    */
   readonly shutdownGraceSeconds?: number;
@@ -115,6 +119,17 @@ export interface OperatorBundleProps {
    * @default true
    */
   readonly authoringRoles?: boolean;
+  /**
+   * Render ValidatingAdmissionPolicies and their bindings (`<name>-deployments`, `<name>-services`,
+   * Kubernetes 1.30 or later) that refuse, for writes by the operator's ServiceAccount only, any
+   * Deployment or Service the construct could not have rendered for a CR of a served kind: no
+   * controller reference to such a CR, privileged or privilege-escalating containers, added
+   * capabilities, host ports, host namespaces, hostPath, volumes, Secrets, a ServiceAccount, a
+   * mounted token or an image the kind does not render. Whoever holds the ServiceAccount can then
+   * run nothing but the kinds' apps.
+   * @default true
+   */
+  readonly admissionPolicy?: boolean;
 }
 
 /** RBAC rule: exact verbs, never `*`. */
@@ -223,6 +238,12 @@ export class OperatorBundle extends Construct {
   public readonly name: string;
   /** The operator Deployment. */
   public readonly deployment: k8s.KubeDeployment;
+  /**
+   * The ConfigMap `<name>-kinds` holding the kinds (key `kinds.yaml`, the APPKIND_CONFIG file format),
+   * mounted into the operator: an edit is served without a restart, a bad one is refused with an Event
+   * on it and the kinds before it stay served. A new kind's CRD and RBAC are installed separately.
+   */
+  public readonly kindsConfigMap: k8s.KubeConfigMap;
   /** The operator's ServiceAccount. */
   public readonly serviceAccount: k8s.KubeServiceAccount;
   /** Labels selecting the operator pods. */
@@ -242,8 +263,17 @@ export class OperatorBundle extends Construct {
       clusterScoped(new k8s.KubeNamespace(this, 'Namespace', { metadata: { name: this.namespace, labels } }));
     }
     this.serviceAccount = new k8s.KubeServiceAccount(this, 'ServiceAccount', { metadata: this.meta() });
+    this.kindsConfigMap = new k8s.KubeConfigMap(this, 'Kinds', {
+      metadata: this.meta(this.namespace, `${this.name}-kinds`),
+      data: { [KINDS_KEY]: Yaml.stringify({ kinds: props.kinds }) },
+    });
     this.addRbac(props);
     if (props.authoringRoles ?? true) for (const appKind of props.kinds) this.addAuthoringRoles(appKind);
+    if (props.admissionPolicy ?? true) {
+      const labels = this.meta().labels!;
+      const username = `system:serviceaccount:${this.namespace}:${this.name}`;
+      for (const obj of addChildAdmissionPolicies(this, this.name, labels, username, props.kinds)) clusterScoped(obj);
+    }
     this.deployment = new k8s.KubeDeployment(this, 'Deployment', { metadata: this.meta(), spec: this.deploymentSpec(props) });
   }
 
@@ -296,21 +326,22 @@ export class OperatorBundle extends Construct {
     const fromField = (name: string, fieldPath: string): k8s.EnvVar => ({ name, valueFrom: { fieldRef: { fieldPath } } });
     const value = (name: string, v: string | number): k8s.EnvVar => ({ name, value: String(v) });
     return [
-      value('APPKIND_KINDS', JSON.stringify(props.kinds)),
-      value('WATCH_NAMESPACE', (props.watchNamespaces ?? []).join(',')),
-      value('WORKERS', props.workers ?? 8),
-      value('LOG_LEVEL', props.logLevel ?? LogLevel.INFO),
-      value('METRICS_PORT', METRICS_PORT),
-      value('HEALTH_PORT', HEALTH_PORT),
-      value('LEADER_ELECT', 'true'),
-      value('LEASE_NAME', this.name),
-      value('LEASE_DURATION_SECONDS', props.leaseDurationSeconds ?? 15),
-      value('RENEW_DEADLINE_SECONDS', props.renewDeadlineSeconds ?? 10),
-      value('RETRY_PERIOD_SECONDS', props.retryPeriodSeconds ?? 2),
-      value('SHUTDOWN_GRACE_SECONDS', props.shutdownGraceSeconds ?? 20),
-      // The Lease lives in POD_NAMESPACE (settings.ts), which is where the lease Role grants access.
-      fromField('POD_NAME', 'metadata.name'),
-      fromField('POD_NAMESPACE', 'metadata.namespace'),
+      value('APPKIND_CONFIG', `${KINDS_DIR}/${KINDS_KEY}`),
+      value('APPKIND_CONFIG_MAP', this.kindsConfigMap.name),
+      value('APPKIND_WATCH_NAMESPACE', (props.watchNamespaces ?? []).join(',')),
+      value('APPKIND_WORKERS', props.workers ?? 8),
+      value('APPKIND_LOG_LEVEL', props.logLevel ?? LogLevel.INFO),
+      value('APPKIND_METRICS_PORT', METRICS_PORT),
+      value('APPKIND_HEALTH_PORT', HEALTH_PORT),
+      value('APPKIND_LEADER_ELECT', 'true'),
+      value('APPKIND_LEASE_NAME', this.name),
+      value('APPKIND_LEASE_DURATION_SECONDS', props.leaseDurationSeconds ?? 15),
+      value('APPKIND_RENEW_DEADLINE_SECONDS', props.renewDeadlineSeconds ?? 10),
+      value('APPKIND_RETRY_PERIOD_SECONDS', props.retryPeriodSeconds ?? 2),
+      value('APPKIND_SHUTDOWN_GRACE_SECONDS', props.shutdownGraceSeconds ?? 20),
+      // The Lease lives in the pod's namespace (settings.ts), which is where the lease Role grants access.
+      fromField('APPKIND_POD_NAME', 'metadata.name'),
+      fromField('APPKIND_POD_NAMESPACE', 'metadata.namespace'),
     ];
   }
 
@@ -330,7 +361,7 @@ export class OperatorBundle extends Construct {
         spec: {
           serviceAccountName: this.serviceAccount.name,
           automountServiceAccountToken: true,
-          // Longer than SHUTDOWN_GRACE_SECONDS so in-flight reconciles finish and the lease is released.
+          // Longer than APPKIND_SHUTDOWN_GRACE_SECONDS so in-flight reconciles finish and the lease is released.
           terminationGracePeriodSeconds: (props.shutdownGraceSeconds ?? 20) + 10,
           securityContext: {
             runAsNonRoot: true,
@@ -363,10 +394,16 @@ export class OperatorBundle extends Construct {
                 seccompProfile: { type: 'RuntimeDefault' },
               },
               // The root filesystem is read-only; Node and its libraries may still want a scratch /tmp.
-              volumeMounts: [{ name: 'tmp', mountPath: '/tmp' }],
+              volumeMounts: [
+                { name: 'tmp', mountPath: '/tmp' },
+                { name: 'kinds', mountPath: KINDS_DIR, readOnly: true },
+              ],
             },
           ],
-          volumes: [{ name: 'tmp', emptyDir: { sizeLimit: k8s.Quantity.fromString('16Mi') } }],
+          volumes: [
+            { name: 'tmp', emptyDir: { sizeLimit: k8s.Quantity.fromString('16Mi') } },
+            { name: 'kinds', configMap: { name: this.kindsConfigMap.name } },
+          ],
         },
       },
     };

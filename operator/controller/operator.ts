@@ -45,6 +45,13 @@ interface AppCaches {
   readonly replicaSets: ResourceCache<V1ReplicaSet>;
 }
 
+/** Kinds by name that setKinds() started serving, stopped serving, or serves with new settings. */
+export interface KindChanges {
+  readonly added: string[];
+  readonly removed: string[];
+  readonly changed: string[];
+}
+
 /** The CRs of a kind. */
 function crsOf(kind: AppKind): WatchSource {
   return { apiVersion: AppKindCrd.apiVersionOf(kind), kind: kind.kind, plural: kind.plural };
@@ -55,7 +62,8 @@ export class Operator {
   /** The one keep-alive client of the process: caches, reconciles, events and leader election share it. */
   readonly rest: RestClient;
   private readonly controller: Controller<AppCaches>;
-  private readonly kinds: ReadonlyMap<string, AppKind>;
+  /** The kinds served now, by Kind; setKinds() changes them (the reconciler reads this same map). */
+  private readonly kinds: Map<string, AppKind>;
 
   constructor(
     kc: KubeAccess,
@@ -223,6 +231,42 @@ export class Operator {
         keys.retryNow(key);
       }
     }
+  }
+
+  /**
+   * Serves `kinds` from now on (the kinds configuration was edited, and is valid): a new kind's CRs
+   * are watched and reconciled once listed; a removed kind's CRs are no longer watched (they and
+   * their children stay as they are); every CR of a kind whose settings changed is reconciled with
+   * them. A kind whose group, version or plural changed is a removed kind plus a new one.
+   */
+  setKinds(kinds: AppKind[]): KindChanges {
+    const next = new Map(kinds.map((k) => [k.kind, k]));
+    const changes: KindChanges = { added: [], removed: [], changed: [] };
+    const sameResource = (a: AppKind, b: AppKind) => AppKindCrd.apiVersionOf(a) === AppKindCrd.apiVersionOf(b) && a.plural === b.plural;
+    for (const [name, old] of this.kinds) {
+      const now = next.get(name);
+      if (now && sameResource(old, now)) {
+        if (JSON.stringify(old) !== JSON.stringify(now)) changes.changed.push(name);
+        continue;
+      }
+      changes.removed.push(name);
+      this.kinds.delete(name);
+      this.controller.removePrimary('crs', name);
+    }
+    for (const name of changes.changed) {
+      this.kinds.set(name, next.get(name)!);
+      for (const informer of this.controller.caches.crs.get(name)?.informers ?? []) {
+        for (const cr of informer.list()) this.controller.queue.add(refKey(refOf(name, cr)));
+      }
+    }
+    for (const [name, kind] of next) {
+      if (this.kinds.has(name)) continue;
+      changes.added.push(name);
+      this.kinds.set(name, kind);
+      // Resolves once the kind's CRs are listed; until its CRD exists the list is retried (and /readyz says not ready).
+      void this.controller.addPrimary('crs', crsOf(kind)).then(() => this.log.info('caches synced', { kinds: [name] }));
+    }
+    return changes;
   }
 
   /** The work queue (its depth is logged at shutdown). */

@@ -8,7 +8,7 @@ import { parseRefKey, refKey, refOf } from '../runtime/ref.js';
 import { EventRecorder } from '../runtime/events.js';
 import { apiFailure, ApiFailure, describeObject } from '../runtime/kube.js';
 import { Logger, reconcileFields } from '../runtime/log.js';
-import { imagePolicyFailure } from './policy.js';
+import { imagePolicyFailure, specBoundsFailure } from './policy.js';
 import { HandlerResult } from '../runtime/queue.js';
 import { RenderCache, Rendered } from './render-cache.js';
 import { isCreateOnlyRefusal, KubeClient } from '../runtime/rest.js';
@@ -104,8 +104,9 @@ export class Reconciler {
       return;
     }
 
-    // A refused image is never rendered, so nothing is applied or pruned: existing children stay as they were.
-    let failure: ReconcileFailure | undefined = imagePolicyFailure(kind, cr);
+    // A spec out of the CRD's bounds or a refused image is never rendered, so nothing is applied or
+    // pruned: existing children stay as they were.
+    let failure: ReconcileFailure | undefined = specBoundsFailure(kind, cr) ?? imagePolicyFailure(kind, cr);
     let desired: KubeObject[] = [];
     let rendered: Rendered | undefined;
     if (!failure) {

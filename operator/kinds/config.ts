@@ -4,6 +4,7 @@ import { parse as parseYaml } from 'yaml';
 import { AppKind, AppKindCrd, AppKindOverrides, ImagePolicy } from 'cdk8s-appkind';
 import { KIND_PROPERTIES, structuredSettingsSchema } from './schema.js';
 import { render } from './render.js';
+import { withPrefixedSettings } from '../settings-env.js';
 
 /** A configuration mistake, with the setting that is wrong and how to fix it in the message. */
 export class ConfigError extends Error {
@@ -279,9 +280,10 @@ function patterns(
 
 /**
  * The kind declared by the walkthrough's six variables, or undefined when none of them is set.
- * A GROUPNAME without a dot gets `.com` appended (or `.${DOMAIN}`), as the walkthrough did.
+ * A GROUPNAME without a dot gets `.com` appended (or `.${APPKIND_DOMAIN}`), as the walkthrough did.
  */
-export function kindFromEnv(env: NodeJS.ProcessEnv): AppKind | undefined {
+export function kindFromEnv(given: NodeJS.ProcessEnv): AppKind | undefined {
+  const { env } = withPrefixedSettings(given);
   const set = KIND_VARIABLES.filter((v) => env[v] !== undefined && env[v] !== '');
   if (set.length === 0) return undefined;
   const missing = KIND_VARIABLES.filter((v) => !set.includes(v));
@@ -290,9 +292,9 @@ export function kindFromEnv(env: NodeJS.ProcessEnv): AppKind | undefined {
       `environment: ${set.join(', ')} set but ${missing.join(', ')} missing; set all six of ${KIND_VARIABLES.join(', ')} (or none, and use APPKIND_CONFIG)`,
     );
   }
-  const settings = kindSettingsFromEnv(env.KIND_SETTINGS);
+  const settings = kindSettingsFromEnv(env.APPKIND_KIND_SETTINGS);
   const groupName = env.GROUPNAME!;
-  const group = groupName.includes('.') ? groupName : `${groupName}.${env.DOMAIN || 'com'}`;
+  const group = groupName.includes('.') ? groupName : `${groupName}.${env.APPKIND_DOMAIN || 'com'}`;
   return validateAppKind(
     {
       ...settings,
@@ -302,13 +304,13 @@ export function kindFromEnv(env: NodeJS.ProcessEnv): AppKind | undefined {
       image: env.IMAGENAME,
       port: env.CLUSTERPORT,
       appName: env.APPNAME,
-      plural: env.PLURAL,
-      shortNames: env.SHORTNAMES,
-      maxSize: env.MAXSIZE,
-      allowedImages: env.ALLOWED_IMAGES,
-      runAsNonRoot: env.RUN_AS_NON_ROOT,
-      runAsUser: env.RUN_AS_USER,
-      readOnlyRootFilesystem: env.READ_ONLY_ROOT_FILESYSTEM,
+      plural: env.APPKIND_PLURAL,
+      shortNames: env.APPKIND_SHORTNAMES,
+      maxSize: env.APPKIND_MAXSIZE,
+      allowedImages: env.APPKIND_ALLOWED_IMAGES,
+      runAsNonRoot: env.APPKIND_RUN_AS_NON_ROOT,
+      runAsUser: env.APPKIND_RUN_AS_USER,
+      readOnlyRootFilesystem: env.APPKIND_READ_ONLY_ROOT_FILESYSTEM,
     },
     'environment',
     {
@@ -318,19 +320,19 @@ export function kindFromEnv(env: NodeJS.ProcessEnv): AppKind | undefined {
       image: 'IMAGENAME',
       port: 'CLUSTERPORT',
       appName: 'APPNAME',
-      plural: 'PLURAL',
-      shortNames: 'SHORTNAMES',
-      maxSize: 'MAXSIZE',
-      allowedImages: 'ALLOWED_IMAGES',
-      runAsNonRoot: 'RUN_AS_NON_ROOT',
-      runAsUser: 'RUN_AS_USER',
-      readOnlyRootFilesystem: 'READ_ONLY_ROOT_FILESYSTEM',
+      plural: 'APPKIND_PLURAL',
+      shortNames: 'APPKIND_SHORTNAMES',
+      maxSize: 'APPKIND_MAXSIZE',
+      allowedImages: 'APPKIND_ALLOWED_IMAGES',
+      runAsNonRoot: 'APPKIND_RUN_AS_NON_ROOT',
+      runAsUser: 'APPKIND_RUN_AS_USER',
+      readOnlyRootFilesystem: 'APPKIND_READ_ONLY_ROOT_FILESYSTEM',
     },
   );
 }
 
 /**
- * KIND_SETTINGS: the settings beyond the walkthrough's variables (args, env, probes, volumes, overrides...)
+ * APPKIND_KIND_SETTINGS: the settings beyond the walkthrough's variables (args, env, probes, volumes, overrides...)
  * as one YAML or JSON mapping, with the config file's keys.
  */
 function kindSettingsFromEnv(text: string | undefined): Record<string, unknown> {
@@ -339,14 +341,18 @@ function kindSettingsFromEnv(text: string | undefined): Record<string, unknown> 
   try {
     doc = parseYaml(text);
   } catch (e) {
-    throw new ConfigError(`environment: KIND_SETTINGS is not valid YAML/JSON (${(e as Error).message})`);
+    throw new ConfigError(`environment: APPKIND_KIND_SETTINGS is not valid YAML/JSON (${(e as Error).message})`);
   }
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) {
-    throw new ConfigError(`environment: KIND_SETTINGS must be a mapping such as '{args: ["-m", "64"]}', got ${JSON.stringify(doc)}`);
+    throw new ConfigError(
+      `environment: APPKIND_KIND_SETTINGS must be a mapping such as '{args: ["-m", "64"]}', got ${JSON.stringify(doc)}`,
+    );
   }
   const own = Object.keys(doc).filter((k) => (HAND_CHECKED as readonly string[]).includes(k));
   if (own.length > 0) {
-    throw new ConfigError(`environment: KIND_SETTINGS sets ${own.join(', ')}, which have variables of their own; set those instead`);
+    throw new ConfigError(
+      `environment: APPKIND_KIND_SETTINGS sets ${own.join(', ')}, which have variables of their own; set those instead`,
+    );
   }
   return doc as Record<string, unknown>;
 }
@@ -400,9 +406,9 @@ export function kindsFromDocument(doc: unknown, where: string): AppKind[] {
   return kinds;
 }
 
-/** WATCH_NAMESPACE: comma-separated namespaces; none means all. */
+/** APPKIND_WATCH_NAMESPACE (or the deprecated WATCH_NAMESPACE): comma-separated namespaces; none means all. */
 export function watchNamespaces(env: NodeJS.ProcessEnv): string[] {
-  return (env.WATCH_NAMESPACE ?? '')
+  return (withPrefixedSettings(env).env.APPKIND_WATCH_NAMESPACE ?? '')
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean);
@@ -412,7 +418,8 @@ export function watchNamespaces(env: NodeJS.ProcessEnv): string[] {
  * The configured kinds: APPKIND_CONFIG (a file), else APPKIND_KINDS (JSON, used by the in-cluster
  * Deployment), else the six walkthrough variables, else the sample kind.
  */
-export function loadAppKinds(env: NodeJS.ProcessEnv = process.env): AppKind[] {
+export function loadAppKinds(given: NodeJS.ProcessEnv = process.env): AppKind[] {
+  const { env } = withPrefixedSettings(given);
   if (env.APPKIND_CONFIG) return kindsFromFile(env.APPKIND_CONFIG);
   if (env.APPKIND_KINDS) {
     let doc: unknown;

@@ -6,6 +6,7 @@ export {
   KIND_VARIABLES,
   SAMPLE_KIND,
   kindFromEnv,
+  kindsFromDocument,
   kindsFromFile,
   loadAppKinds,
   validateAppKind,

@@ -65,12 +65,12 @@ interface Lifecycle {
   readonly synced: boolean;
 }
 
-/** A declared watch: builds its caches (one per source) once the controller exists. */
+/** A declared watch: builds a cache for each of its sources once the controller exists. */
 interface Watch {
   readonly name: string;
-  readonly kinds: string[];
+  readonly sources: WatchSource[];
   readonly primary: boolean;
-  readonly build: (ctx: WatchContext, keys: KeySink) => Lifecycle[];
+  readonly build: (ctx: WatchContext, keys: KeySink, source: WatchSource) => Lifecycle;
 }
 
 /** The caches a builder's watches declared, by the names given to for/owns/watches. */
@@ -137,8 +137,8 @@ export class ControllerBuilder<C extends object = object> {
     opts: CacheOptions<T>,
     primary: boolean,
   ): ControllerBuilder<R> {
-    const build = (ctx: WatchContext, keys: KeySink) => sources.map((source) => cacheOf(ctx, source, handler, opts, keys));
-    return new ControllerBuilder<R>(this.name, this.ctx, [...this.declared, { name, kinds: sources.map((s) => s.kind), primary, build }]);
+    const build = (ctx: WatchContext, keys: KeySink, source: WatchSource) => cacheOf(ctx, source, handler, opts, keys);
+    return new ControllerBuilder<R>(this.name, this.ctx, [...this.declared, { name, sources, primary, build }]);
   }
 }
 
@@ -146,8 +146,11 @@ export class ControllerBuilder<C extends object = object> {
 export class Controller<C extends object> {
   readonly queue: WorkQueue;
   readonly caches: C;
-  private readonly all: Lifecycle[] = [];
+  private readonly all = new Set<Lifecycle>();
   private readonly running = new Set<string>();
+  private readonly watches = new Map<string, Watch>();
+  private readonly keys: KeySink;
+  private cachesStarted = false;
 
   constructor(
     readonly name: string,
@@ -157,19 +160,20 @@ export class Controller<C extends object> {
     queueOpts: QueueOptions,
     hooks?: QueueHooks,
   ) {
-    const keys: KeySink = {
+    const keys: KeySink = (this.keys = {
       add: (key) => this.queue.add(key),
       addUnlessFailing: (key) => this.queue.addUnlessFailing(key),
       retryNow: (key) => {
         this.queue.forget(key);
         this.queue.add(key);
       },
-    };
+    });
     const caches: Record<string, unknown> = {};
     for (const w of watches) {
-      const built = w.build(ctx, keys);
-      this.all.push(...built);
-      caches[w.name] = w.primary ? new Map(w.kinds.map((kind, i) => [kind, built[i]!])) : built[0];
+      this.watches.set(w.name, w);
+      const built = w.sources.map((source) => w.build(ctx, keys, source));
+      for (const c of built) this.all.add(c);
+      caches[w.name] = w.primary ? new Map(w.sources.map((source, i) => [source.kind, built[i]!])) : built[0];
     }
     this.caches = caches as C;
     const reconcile = reconciler(this.caches);
@@ -195,7 +199,34 @@ export class Controller<C extends object> {
 
   /** Starts every watch; resolves when all caches hold their first list. */
   async startCaches(): Promise<void> {
-    await Promise.all(this.all.map((c) => c.start()));
+    this.cachesStarted = true;
+    await Promise.all([...this.all].map((c) => c.start()));
+  }
+
+  /**
+   * One more primary source at run time (a kind added to the configuration): its cache joins the
+   * primary watch `name` under the source's kind, and starts at once when the others have. Resolves
+   * when it holds its first list.
+   */
+  async addPrimary(name: string, source: WatchSource): Promise<void> {
+    const w = this.watches.get(name);
+    if (!w?.primary) throw new Error(`controller ${this.name}: no primary watch named ${name}`);
+    const primaries = (this.caches as Record<string, Map<string, Lifecycle>>)[name]!;
+    if (primaries.has(source.kind)) return;
+    const cache = w.build(this.ctx, this.keys, source);
+    primaries.set(source.kind, cache);
+    this.all.add(cache);
+    if (this.cachesStarted) await cache.start();
+  }
+
+  /** Stops watching a primary source (a kind removed from the configuration) and drops its cache. */
+  removePrimary(name: string, kind: string): void {
+    const primaries = (this.caches as Record<string, Map<string, Lifecycle>>)[name];
+    const cache = primaries?.get(kind);
+    if (!cache) return;
+    cache.stop();
+    primaries!.delete(kind);
+    this.all.delete(cache);
   }
 
   /** Starts reconciling (on becoming leader, or at once without leader election). */
@@ -205,7 +236,7 @@ export class Controller<C extends object> {
 
   /** All caches synced. */
   ready(): boolean {
-    return this.all.every((c) => c.synced);
+    return [...this.all].every((c) => c.synced);
   }
 
   /** Stops taking work, waits for in-flight reconciles up to graceMs, stops the watches. */

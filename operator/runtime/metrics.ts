@@ -68,6 +68,11 @@ export class OperatorMetrics {
     labelNames: ['name'] as const,
     registers: [this.registry],
   });
+  private readonly configReload = new Gauge({
+    name: 'appkind_config_last_reload_successful',
+    help: 'Whether the last read of the kinds configuration (APPKIND_CONFIG) was valid: 1 served, 0 refused (the kinds before it are still served)',
+    registers: [this.registry],
+  });
 
   /** @param opts.defaultMetrics process metrics (CPU, memory, event loop lag) @default true */
   constructor(opts: { defaultMetrics?: boolean } = {}) {
@@ -112,6 +117,11 @@ export class OperatorMetrics {
   /** Whether this process holds the Lease `name`. */
   leader(name: string, isLeader: boolean): void {
     this.leaderStatus.set({ name }, isLeader ? 1 : 0);
+  }
+
+  /** Whether the last read of the kinds configuration was valid (and is served). */
+  configReloaded(valid: boolean): void {
+    this.configReload.set(valid ? 1 : 0);
   }
 
   /** The exposition text (Prometheus text format) and its content type. */

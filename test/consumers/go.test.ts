@@ -19,6 +19,7 @@ function typescriptSynth(): string {
     image: 'takeyan/flask:0.0.3',
     port: 5000,
     replicas: 2,
+    command: ['gunicorn'],
     args: ['--workers', '2'],
     env: [
       { name: 'SETTINGS', value: settings.name },
@@ -26,16 +27,34 @@ function typescriptSynth(): string {
       { name: 'DATABASE_URL', valueFrom: { secretKeyRef: { name: 'db', key: 'url' } } },
       { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
     ],
-    envFrom: [{ configMapRef: { name: settings.name } }],
+    envFrom: [{ configMapRef: { name: settings.name } }, { prefix: 'DB_', secretRef: { name: 'db', optional: true } }],
     readinessProbe: { httpGet: { path: '/healthz' }, periodSeconds: 5, failureThreshold: 3 },
     livenessProbe: { tcpSocket: {} },
-    volumes: [{ name: 'cache', emptyDir: { sizeLimit: '64Mi' } }, { name: 'conf', configMap: { name: settings.name } }],
-    volumeMounts: [{ name: 'cache', mountPath: '/var/cache/app' }, { name: 'conf', mountPath: '/etc/app', readOnly: true }],
+    startupProbe: { exec: { command: ['cat', '/tmp/started'] }, failureThreshold: 30 },
+    volumes: [
+      { name: 'cache', emptyDir: { sizeLimit: '64Mi' } },
+      { name: 'conf', configMap: { name: settings.name } },
+      { name: 'tls', secret: { secretName: 'echo-tls', items: [{ key: 'tls.key', path: 'key.pem', mode: 256 }] } },
+      { name: 'data', persistentVolumeClaim: { claimName: 'echo-data' } },
+    ],
+    volumeMounts: [
+      { name: 'cache', mountPath: '/var/cache/app' },
+      { name: 'conf', mountPath: '/etc/app', readOnly: true },
+      { name: 'tls', mountPath: '/etc/tls', readOnly: true },
+      { name: 'data', mountPath: '/var/lib/app', subPath: 'echo' },
+    ],
     imagePullSecrets: [{ name: 'regcred' }],
     serviceAccountName: 'echo',
+    automountServiceAccountToken: true,
     serviceType: ServiceType.CLUSTER_IP,
     podDisruptionBudget: { maxUnavailable: '1' },
-    networkPolicy: { from: [{ podSelector: { matchLabels: { role: 'frontend' } } }] },
+    networkPolicy: {
+      from: [
+        { podSelector: { matchLabels: { role: 'frontend' } } },
+        { namespaceSelector: { matchLabels: { team: 'blue' } } },
+        { ipBlock: { cidr: '10.0.0.0/16', except: ['10.0.5.0/24'] } },
+      ],
+    },
     imagePullPolicy: ImagePullPolicy.ALWAYS,
     resources: { requests: { cpu: '100m', memory: '64Mi' }, limits: { memory: '128Mi' } },
     securityContext: { runAsNonRoot: true, runAsUser: 1000, readOnlyRootFilesystem: true },
@@ -67,7 +86,9 @@ describe('Go bindings', () => {
       const expected = typescriptSynth();
       expect(expected).toMatch(/kind: ConfigMap[\s\S]*name: shop-echo-[0-9a-f]{8}-deployment[\s\S]*type: ClusterIP/);
       // The new props reached the YAML (the /tmp emptyDir comes from the read-only root filesystem).
-      for (const fact of ['secretKeyRef:', 'fieldPath: metadata.name', 'path: /healthz', 'mountPath: /tmp', 'kind: PodDisruptionBudget', 'kind: NetworkPolicy', 'serviceAccountName: echo']) {
+      for (const fact of ['secretKeyRef:', 'fieldPath: metadata.name', 'path: /healthz', 'mountPath: /tmp', 'kind: PodDisruptionBudget', 'kind: NetworkPolicy',
+        'serviceAccountName: echo', 'automountServiceAccountToken: true', '- gunicorn', 'prefix: DB_', '- /tmp/started', 'secretName: echo-tls',
+        'mode: 256', 'claimName: echo-data', 'subPath: echo', 'cidr: 10.0.0.0/16']) {
         expect(expected).toContain(fact);
       }
       expect(yaml).toBe(expected);

@@ -290,12 +290,12 @@ describe('malformed operator settings stop the process at start, naming the sett
     child.on('close', (code) => resolve({ code, stderr }));
   });
   test.each<[Record<string, string>, RegExp]>([
-    [{ WORKERS: 'many' }, /WORKERS="many" is not an integer from 1 to 64/],
-    [{ WORKERS: '0' }, /WORKERS="0" is not an integer from 1 to 64/],
-    [{ DEGRADED_RETRY_SECONDS: 'soon' }, /DEGRADED_RETRY_SECONDS="soon" is not an integer from 1 to 3600/],
-    [{ LOG_LEVEL: 'loud' }, /LOG_LEVEL="loud" is not one of debug, info, warn, error/],
-    [{ LEADER_ELECT: 'maybe' }, /LEADER_ELECT="maybe" is not a boolean/],
-    [{ LEASE_DURATION_SECONDS: '10', RENEW_DEADLINE_SECONDS: '10' }, /RENEW_DEADLINE_SECONDS \(10\) must be less than LEASE_DURATION_SECONDS \(10\)/],
+    [{ APPKIND_WORKERS: 'many' }, /APPKIND_WORKERS="many" is not an integer from 1 to 64/],
+    [{ APPKIND_WORKERS: '0' }, /APPKIND_WORKERS="0" is not an integer from 1 to 64/],
+    [{ APPKIND_DEGRADED_RETRY_SECONDS: 'soon' }, /APPKIND_DEGRADED_RETRY_SECONDS="soon" is not an integer from 1 to 3600/],
+    [{ APPKIND_LOG_LEVEL: 'loud' }, /APPKIND_LOG_LEVEL="loud" is not one of debug, info, warn, error/],
+    [{ APPKIND_LEADER_ELECT: 'maybe' }, /APPKIND_LEADER_ELECT="maybe" is not a boolean/],
+    [{ APPKIND_LEASE_DURATION_SECONDS: '10', APPKIND_RENEW_DEADLINE_SECONDS: '10' }, /APPKIND_RENEW_DEADLINE_SECONDS \(10\) must be less than APPKIND_LEASE_DURATION_SECONDS \(10\)/],
     [{ APPKIND_KINDS: '{not json' }, /APPKIND_KINDS: not valid JSON/],
     [{ APPKIND_KINDS: JSON.stringify({ kinds: [{ ...SAMPLE_KIND, port: 70000 }] }) }, /APPKIND_KINDS kinds\[0\]: port is 70000, not an integer from 1 to 65535/],
   ])('%j', async (env, message) => {

@@ -1,12 +1,14 @@
 // The operator install bundle exactly as a user gets it: `npx cdk8s synth` writes
 // appkind-operator.k8s.yaml, and tests read the operator's pod from that file (not from a second copy
 // of its settings).
-import type { KubernetesObject, V1Container, V1Deployment, V1PodSpec } from '@kubernetes/client-node';
+import type { KubernetesObject, V1ConfigMap, V1Container, V1Deployment, V1PodSpec } from '@kubernetes/client-node';
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
-import { parseAllDocuments } from 'yaml';
+import type { AppKind } from 'cdk8s-appkind';
+import { parse, parseAllDocuments } from 'yaml';
+import { kindsFromDocument } from '../../operator/kinds/config.js';
 
 const run = promisify(execFile);
 const root = join(import.meta.dirname, '..', '..');
@@ -15,7 +17,7 @@ const root = join(import.meta.dirname, '..', '..');
 export const BUNDLE_FILE = 'appkind-operator.k8s.yaml';
 
 /** Settings `cdk8s synth` reads from the environment; left out so the defaults a user gets apply. */
-const SYNTH_SETTINGS = ['GROUPNAME', 'VERSION', 'CRKIND', 'IMAGENAME', 'CLUSTERPORT', 'APPNAME', 'APPKIND_CONFIG', 'APPKIND_KINDS', 'OPERATOR_IMAGE', 'OPERATOR_NAMESPACE', 'WATCH_NAMESPACE'];
+const SYNTH_SETTINGS = ['GROUPNAME', 'VERSION', 'CRKIND', 'IMAGENAME', 'CLUSTERPORT', 'APPNAME', 'APPKIND_CONFIG', 'APPKIND_KINDS', 'APPKIND_OPERATOR_IMAGE', 'APPKIND_OPERATOR_NAMESPACE', 'APPKIND_WATCH_NAMESPACE'];
 
 /** `npx cdk8s synth` as a user runs it, into `out`; returns the bundle file's path. */
 export async function synthBundle(out: string): Promise<string> {
@@ -36,6 +38,8 @@ export interface OperatorPod {
   readonly spec: V1PodSpec;
   /** The operator container (the pod's only one). */
   readonly container: V1Container;
+  /** The data of the bundle's ConfigMaps, by name (what a configMap volume of the pod holds). */
+  readonly configMaps: Record<string, Record<string, string>>;
 }
 
 export function operatorPod(bundle: KubernetesObject[]): OperatorPod {
@@ -44,5 +48,18 @@ export function operatorPod(bundle: KubernetesObject[]): OperatorPod {
   const deployment = deployments[0]!;
   const spec = deployment.spec?.template.spec;
   if (!spec || spec.containers.length !== 1) throw new Error('the operator Deployment has no pod spec with exactly one container');
-  return { deployment, namespace: deployment.metadata!.namespace!, spec, container: spec.containers[0]! };
+  const configMaps = Object.fromEntries(
+    bundle.filter((o): o is V1ConfigMap => o.kind === 'ConfigMap').map((c) => [c.metadata!.name!, c.data ?? {}]),
+  );
+  return { deployment, namespace: deployment.metadata!.namespace!, spec, container: spec.containers[0]!, configMaps };
+}
+
+/** The kinds the operator pod serves: the file APPKIND_CONFIG names, in the ConfigMap APPKIND_CONFIG_MAP names. */
+export function podKinds(pod: OperatorPod): AppKind[] {
+  const env = (name: string) => pod.container.env?.find((e) => e.name === name)?.value;
+  const file = env('APPKIND_CONFIG');
+  const configMap = env('APPKIND_CONFIG_MAP');
+  const text = file && configMap ? pod.configMaps[configMap]?.[basename(file)] : undefined;
+  if (!text) throw new Error(`the operator pod's kinds: no ConfigMap ${configMap} with the key of ${file}`);
+  return kindsFromDocument(parse(text), `ConfigMap ${configMap}`);
 }

@@ -1,7 +1,7 @@
 // A CR whose Deployment or Service name is taken by an object it does not own is Degraded
 // NameConflict until that object goes. The object's delete event retries the CR at once (as a freed
 // NodePort's does, see nodeport-wait.test.ts), instead of its next backoff retry, which with
-// DEGRADED_RETRY_SECONDS=3600 is far beyond this test after a dozen failures.
+// APPKIND_DEGRADED_RETRY_SECONDS=3600 is far beyond this test after a dozen failures.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { KubeConfig, KubernetesObject, V1Service } from '@kubernetes/client-node';
 import { SAMPLE_KIND } from '../../operator/kinds/config.js';
@@ -42,7 +42,7 @@ describe('a CR whose child name is taken', () => {
     const ns = await createTestNamespace(kc, 'conflict');
     await installOperatorIdentity(kc, [kind], ns);
     // A backoff cap far beyond the test: only the delete's event can retry the CRs in time.
-    op = await OperatorProcess.start(ns, { DEGRADED_RETRY_SECONDS: '3600' });
+    op = await OperatorProcess.start(ns, { APPKIND_DEGRADED_RETRY_SECONDS: '3600' });
     const foreignService: V1Service & KubernetesObject = { apiVersion: 'v1', kind: 'Service', metadata: { name: 'svc-taken-svc', namespace: ns }, spec: { ports: [{ port: 80 }] } };
     const foreign = [await rest.apply(foreignDeployment(ns, 'dep-taken-deployment'), 'someone-else'), await rest.apply(foreignService, 'someone-else')];
     const names = ['dep-taken', 'svc-taken'];

@@ -20,11 +20,11 @@ import { OperatorProcess } from './operator-process.js';
 const kind = SAMPLE_KIND;
 const N = Number(process.env.LOAD_CRS ?? 300);
 const NS = 'load';
-const WATCH_STALE_SECONDS = 5;
+const APPKIND_WATCH_STALE_SECONDS = 5;
 const IN_FLIGHT = 8;
 const CONVERGE_MS = Number(process.env.LOAD_CONVERGE_MS ?? 240_000);
 /** Leader election for the two-replica test: generous for a loaded 2-core machine, short enough to wait for. */
-const LEASE = { LEASE_DURATION_SECONDS: '8', RENEW_DEADLINE_SECONDS: '6', RETRY_PERIOD_SECONDS: '1' };
+const LEASE = { APPKIND_LEASE_DURATION_SECONDS: '8', APPKIND_RENEW_DEADLINE_SECONDS: '6', APPKIND_RETRY_PERIOD_SECONDS: '1' };
 
 let cp: ControlPlane;
 let rest: RestClient;
@@ -43,7 +43,7 @@ let serial = 0;
 async function startOperator(env: Record<string, string> = {}): Promise<OperatorProcess> {
   return OperatorProcess.spawn({
     kubeconfig,
-    env: { WATCH_NAMESPACE: NS, WATCH_STALE_SECONDS: String(WATCH_STALE_SECONDS), LOG_LEVEL: 'info', ...env },
+    env: { APPKIND_WATCH_NAMESPACE: NS, APPKIND_WATCH_STALE_SECONDS: String(APPKIND_WATCH_STALE_SECONDS), APPKIND_LOG_LEVEL: 'info', ...env },
   });
 }
 
@@ -149,7 +149,7 @@ describe(`faults while ${N} CRs are created, scaled or deleted`, () => {
     expect(operator.child.pid).toBe(pid);
   }, 400_000);
 
-  test(`kube-apiserver paused (SIGSTOP) longer than WATCH_STALE_SECONDS mid-batch (${N} creates, scales and deletes), then resumed`, async () => {
+  test(`kube-apiserver paused (SIGSTOP) longer than APPKIND_WATCH_STALE_SECONDS mid-batch (${N} creates, scales and deletes), then resumed`, async () => {
     const pid = operator.child.pid;
     const apiserver = cp.pids()['kube-apiserver']!;
     let relistsDuringPause = 0;
@@ -157,7 +157,7 @@ describe(`faults while ${N} CRs are created, scaled or deleted`, () => {
       const before = operator.logs.length;
       process.kill(apiserver, 'SIGSTOP');
       try {
-        await sleep((WATCH_STALE_SECONDS + 5) * 1000);
+        await sleep((APPKIND_WATCH_STALE_SECONDS + 5) * 1000);
       } finally {
         process.kill(apiserver, 'SIGCONT');
       }
@@ -174,7 +174,7 @@ describe(`faults while ${N} CRs are created, scaled or deleted`, () => {
     // Two replicas with leader election in place of the single operator.
     await operator.stop('SIGTERM');
     const replica = (id: string): Promise<OperatorProcess> =>
-      startOperator({ LEADER_ELECT: 'true', LEASE_NAMESPACE: NS, POD_NAME: id, ...LEASE });
+      startOperator({ APPKIND_LEADER_ELECT: 'true', APPKIND_LEASE_NAMESPACE: NS, APPKIND_POD_NAME: id, ...LEASE });
     const leader = await replica('replica-a');
     await leader.waitForLog((l) => l.msg === 'became leader');
     const standby = await replica('replica-b');
@@ -196,7 +196,7 @@ describe(`faults while ${N} CRs are created, scaled or deleted`, () => {
       killedAt = Date.now();
       expect(await leader.stop('SIGKILL')).toBeNull();
       await standby.waitForLog((l) => l.msg === 'became leader', 60_000);
-      console.log(`leader SIGKILL under load: the standby led ${((Date.now() - killedAt) / 1000).toFixed(1)} s after the kill (lease ${LEASE.LEASE_DURATION_SECONDS} s)`);
+      console.log(`leader SIGKILL under load: the standby led ${((Date.now() - killedAt) / 1000).toFixed(1)} s after the kill (lease ${LEASE.APPKIND_LEASE_DURATION_SECONDS} s)`);
     });
     // converged() includes: each Deployment's generation is exactly 1 + the scales asked for.
     await converged('leader SIGKILL with a standby');

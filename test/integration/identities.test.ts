@@ -94,7 +94,7 @@ beforeAll(async () => {
   [author, bystander, editor] = [await as(team, 'author'), await as(team, 'bystander'), await as(team, 'editor')];
   operator = await OperatorProcess.spawn({
     kubeconfig: await sharedServiceAccountKubeconfig(opNs, operatorName),
-    env: { WATCH_NAMESPACE: '', APPKIND_KINDS: JSON.stringify([kind]) },
+    env: { APPKIND_WATCH_NAMESPACE: '', APPKIND_KINDS: JSON.stringify([kind]) },
   });
 });
 
@@ -103,6 +103,10 @@ afterAll(async () => {
   // The bundle's cluster-scoped objects are named for this file; the namespaced ones go with the namespaces.
   for (const [k, name] of [['ClusterRoleBinding', operatorName], ['ClusterRole', operatorName]] as const) {
     await admin.delete({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: k, metadata: { name } }).catch(() => undefined);
+  }
+  for (const k of ['ValidatingAdmissionPolicyBinding', 'ValidatingAdmissionPolicy']) {
+    for (const name of [`${operatorName}-deployments`, `${operatorName}-services`])
+      await admin.delete({ apiVersion: 'admissionregistration.k8s.io/v1', kind: k, metadata: { name } }).catch(() => undefined);
   }
 });
 

@@ -60,7 +60,7 @@ afterAll(async () => {
     env: {
       SA_FILES: files, HOME: mkdtempSync(join(tmpdir(), 'appkind-home-')),
       KUBERNETES_SERVICE_HOST: server.hostname, KUBERNETES_SERVICE_PORT: server.port,
-      WATCH_NAMESPACE: ns, LEADER_ELECT: 'true', POD_NAME: 'operator-pod-0',
+      APPKIND_WATCH_NAMESPACE: ns, APPKIND_LEADER_ELECT: 'true', APPKIND_POD_NAME: 'operator-pod-0',
     },
     until: (l) => l.msg === 'workers started',
   });
@@ -70,7 +70,7 @@ afterAll(async () => {
   const cr = { apiVersion: `${kind.group}/${kind.version}`, kind: kind.kind, metadata: { name: 'in-pod', namespace: ns } };
   await rest.apply({ ...cr, spec: { size: 2 } }, 'test-user');
   await eventually('2 pod names', async () => (await rest.get<Resource>(cr))?.status?.nodes?.length === 2);
-  // No LEASE_NAMESPACE: the Lease lives in the namespace the pod's files name.
+  // No APPKIND_LEASE_NAMESPACE: the Lease lives in the namespace the pod's files name.
   const lease = await rest.get<Lease>({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'appkind-operator', namespace: ns } });
   expect(lease?.spec?.holderIdentity).toBe('operator-pod-0');
 });

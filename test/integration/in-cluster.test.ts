@@ -9,7 +9,7 @@ import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { accessSync, constants, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { delimiter, dirname, join } from 'node:path';
+import { basename, delimiter, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { AppKind } from 'cdk8s-appkind';
 import { ApiError, APPLY_PATCH, RestClient } from '../../operator/runtime/rest.js';
@@ -18,7 +18,8 @@ import type { AuditEvent } from '../../tools/controlplane/audit.js';
 import { ControlPlane } from '../../tools/controlplane/controlplane.js';
 import { waitFor } from '../../tools/controlplane/readiness.js';
 import { apiserverWithAdmissionPlugins } from './apiserver-flags.js';
-import { readBundle, synthBundle } from './bundle-file.js';
+import { operatorPod, podKinds, readBundle, synthBundle } from './bundle-file.js';
+import { configMapFiles } from './operator-container.js';
 import { crObject } from './cluster.js';
 import { LogLine, metricValue, OperatorProcess } from './operator-process.js';
 
@@ -64,7 +65,7 @@ const operatorDeployment = () => bundle.find(isDeployment) as DeploymentManifest
 
 /**
  * The operator container's environment from the synthesized Deployment, with the downward API
- * (POD_NAME, POD_NAMESPACE) filled in as the kubelet would, and test overrides: free ports, debug
+ * (APPKIND_POD_NAME, APPKIND_POD_NAMESPACE) filled in as the kubelet would, and test overrides: free ports, debug
  * logs, short lease timings.
  */
 function operatorEnv(podName: string): Record<string, string> {
@@ -79,12 +80,14 @@ function operatorEnv(podName: string): Record<string, string> {
   }
   return {
     ...env,
-    METRICS_PORT: '0',
-    HEALTH_PORT: '0',
-    LOG_LEVEL: 'debug',
-    LEASE_DURATION_SECONDS: String(LEASE.durationSeconds),
-    RENEW_DEADLINE_SECONDS: String(LEASE.renewDeadlineSeconds),
-    RETRY_PERIOD_SECONDS: String(LEASE.retryPeriodSeconds),
+    // The kinds ConfigMap as the kubelet mounts it: its data as files in a folder.
+    APPKIND_CONFIG: join(configMapFiles(operatorPod(bundle), env.APPKIND_CONFIG_MAP!, scratch), basename(env.APPKIND_CONFIG!)),
+    APPKIND_METRICS_PORT: '0',
+    APPKIND_HEALTH_PORT: '0',
+    APPKIND_LOG_LEVEL: 'debug',
+    APPKIND_LEASE_DURATION_SECONDS: String(LEASE.durationSeconds),
+    APPKIND_RENEW_DEADLINE_SECONDS: String(LEASE.renewDeadlineSeconds),
+    APPKIND_RETRY_PERIOD_SECONDS: String(LEASE.retryPeriodSeconds),
   };
 }
 
@@ -188,8 +191,8 @@ beforeAll(async () => {
   serviceAccount = deployment.spec.template.spec.serviceAccountName;
   saUser = `system:serviceaccount:${operatorNamespace}:${serviceAccount}`;
   const env = operatorEnv('probe');
-  kind = (JSON.parse(env.APPKIND_KINDS!) as AppKind[])[0]!;
-  leaseName = env.LEASE_NAME!;
+  kind = podKinds(operatorPod(bundle))[0]!;
+  leaseName = env.APPKIND_LEASE_NAME!;
 });
 
 afterAll(async () => {
@@ -201,7 +204,7 @@ afterAll(async () => {
 describe('the install bundle from cdk8s synth', () => {
   test('is accepted by a server-side dry run (dryRun=All) of every object, and the dry run persists nothing', async () => {
     // Three ClusterRoles: the operator's, and the kind's -view and -edit for CR authors.
-    expect(bundle.map((o) => o.kind).sort()).toEqual(['ClusterRole', 'ClusterRole', 'ClusterRole', 'ClusterRoleBinding', 'CustomResourceDefinition', 'Deployment', 'Namespace', 'Role', 'RoleBinding', 'ServiceAccount']);
+    expect(bundle.map((o) => o.kind).sort()).toEqual(['ClusterRole', 'ClusterRole', 'ClusterRole', 'ClusterRoleBinding', 'ConfigMap', 'CustomResourceDefinition', 'Deployment', 'Namespace', 'Role', 'RoleBinding', 'ServiceAccount']);
     // A dry run persists nothing, so objects cannot be dry-run into a namespace the same dry run
     // creates (kubectl has the same limit): the bundle's Namespace goes first, for real.
     const namespace = bundle.find((o) => o.kind === 'Namespace')!;

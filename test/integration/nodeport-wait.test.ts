@@ -3,7 +3,7 @@
 // - a Service in a namespace it watches gives the port up (deleted, or moved to another port): that
 //   Service's event retries the waiting CR at once;
 // - nothing it watches does (a Service in another namespace; an allocation an API server killed
-//   mid-write left behind, freed by its repair loop): only the retry does, and DEGRADED_RETRY_SECONDS
+//   mid-write left behind, freed by its repair loop): only the retry does, and APPKIND_DEGRADED_RETRY_SECONDS
 //   bounds its backoff, so the CR converges within that long of the port being freed.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { KubeConfig, KubernetesObject, V1Service } from '@kubernetes/client-node';
@@ -63,11 +63,11 @@ afterAll(async () => {
 });
 
 describe('a CR waiting for a NodePort', () => {
-  test('held in a namespace the operator does not watch: retried at least every DEGRADED_RETRY_SECONDS, Ready once the port is freed', async () => {
+  test('held in a namespace the operator does not watch: retried at least every APPKIND_DEGRADED_RETRY_SECONDS, Ready once the port is freed', async () => {
     const ns = await createTestNamespace(kc, 'npwait');
     const elsewhere = await createTestNamespace(kc, 'npheld');
     await installOperatorIdentity(kc, [kind], ns);
-    const op = await OperatorProcess.start(ns, { DEGRADED_RETRY_SECONDS: '2' });
+    const op = await OperatorProcess.start(ns, { APPKIND_DEGRADED_RETRY_SECONDS: '2' });
     operators.push(op);
     const [port] = (await freeStaticNodePorts(kc, 1)) as [number];
     const holder = await rest.apply(foreignService(elsewhere, 'holder', port), 'test-user');
@@ -75,7 +75,7 @@ describe('a CR waiting for a NodePort', () => {
     // 18 failures in a row: backing off from 5 ms, doubling without a cap (client-go's 1000 s) the
     // 18th would come 22 minutes after the first; capped at 2 s, about 20 s.
     await blockedOn(op, ns, 'far', port, 18);
-    // The retries went on at the cap (each at most DEGRADED_RETRY_SECONDS apart is the setting's
+    // The retries went on at the cap (each at most APPKIND_DEGRADED_RETRY_SECONDS apart is the setting's
     // promise; what is asserted is that they went on at all after the backoff passed it).
     await rest.delete(holder);
     await recovered(ns, 'far', port);
@@ -85,7 +85,7 @@ describe('a CR waiting for a NodePort', () => {
     const ns = await createTestNamespace(kc, 'npevent');
     await installOperatorIdentity(kc, [kind], ns);
     // A backoff cap far beyond the test: only the freed port's event can retry the CR in time.
-    const op = await OperatorProcess.start(ns, { DEGRADED_RETRY_SECONDS: '3600' });
+    const op = await OperatorProcess.start(ns, { APPKIND_DEGRADED_RETRY_SECONDS: '3600' });
     operators.push(op);
     const [port, other, moved] = (await freeStaticNodePorts(kc, 3)) as [number, number, number];
 

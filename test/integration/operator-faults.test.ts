@@ -35,8 +35,8 @@ beforeAll(async () => {
   rest = new RestClient(cp.kubeConfig());
   await installCrds(cp.kubeConfig(), [kind]);
   // Pods stay Pending, so a new CR's first status is ordinary progress, which the default
-  // STATUS_INTERVAL_MS (60 s) holds back; a short interval keeps status (and the CR watch) prompt.
-  operator = await OperatorProcess.spawn({ kubeconfig: cp.kubeconfigPath, env: { WATCH_STALE_SECONDS: '5', STATUS_INTERVAL_MS: '1000' } });
+  // APPKIND_STATUS_INTERVAL_MS (60 s) holds back; a short interval keeps status (and the CR watch) prompt.
+  operator = await OperatorProcess.spawn({ kubeconfig: cp.kubeconfigPath, env: { APPKIND_WATCH_STALE_SECONDS: '5', APPKIND_STATUS_INTERVAL_MS: '1000' } });
 });
 
 afterAll(async () => {
@@ -45,7 +45,7 @@ afterAll(async () => {
 });
 
 describe('operator faults', () => {
-  test('a watch silent for longer than WATCH_STALE_SECONDS is relisted, and reconciling goes on', async () => {
+  test('a watch silent for longer than APPKIND_WATCH_STALE_SECONDS is relisted, and reconciling goes on', async () => {
     await rest.apply({ ...cr('quiet'), spec: { size: 1 } }, 'test-user');
     await converge('quiet', 1);
     await operator.waitForLog((l) => l.msg === 'watch silent too long; relisting', 60_000);

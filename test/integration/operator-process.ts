@@ -8,7 +8,7 @@ import { AppKind, OperatorBundle } from 'cdk8s-appkind';
 import { crdObjects } from '../../operator/kinds/crd-yaml.js';
 import { applyManifests } from '../../tools/controlplane/apply.js';
 import { RestClient } from '../../operator/runtime/rest.js';
-import { createTestNamespace, sharedCluster, sharedServiceAccountKubeconfig } from './cluster.js';
+import { createTestNamespace, readSharedAuditLog, sharedCluster, sharedServiceAccountKubeconfig } from './cluster.js';
 
 const root = join(import.meta.dirname, '..', '..');
 export const OPERATOR_SA = 'appkind-operator';
@@ -20,15 +20,35 @@ export interface LogLine {
   readonly [field: string]: unknown;
 }
 
+/** The write requests (`verb URI`) the operator of namespace `ns` sent after `since` (ISO time), from the audit log. */
+export async function operatorWritesSince(ns: string, since: string): Promise<string[]> {
+  return (await readSharedAuditLog())
+    .filter((e) => e.user.username === `system:serviceaccount:${ns}:${OPERATOR_SA}` &&
+      ['create', 'update', 'patch', 'delete', 'deletecollection'].includes(e.verb) && e.stageTimestamp > since)
+    .map((e) => `${e.verb} ${e.requestURI}`);
+}
+
+/** Nothing written by the operator of namespace `ns` for `ms` after things settled. */
+export async function expectNoOperatorWrites(ns: string, ms: number): Promise<void> {
+  await new Promise((r) => setTimeout(r, 3_000)); // let the last write land in the log
+  const since = new Date().toISOString();
+  await new Promise((r) => setTimeout(r, ms));
+  if ((await operatorWritesSince(ns, since)).length > 0) throw new Error(`the operator wrote in steady state: ${(await operatorWritesSince(ns, since)).join(', ')}`);
+}
+
 /** Installs the CRDs of the kinds (idempotent: several test files share the cluster). */
 export async function installCrds(kc: KubeConfig, kinds: AppKind[]): Promise<void> {
   await applyManifests(kc, crdObjects(kinds));
 }
 
-/** The bundle's ServiceAccount and RBAC for watching one namespace (the operator Deployment left out). */
+/**
+ * The bundle's ServiceAccount and RBAC for watching one namespace (the operator Deployment left out).
+ * Not its admission policies: they are cluster-scoped and named after the operator, so test files
+ * sharing the cluster would replace each other's (admission-policy.test.ts installs them under a name of its own).
+ */
 export async function installOperatorIdentity(kc: KubeConfig, kinds: AppKind[], namespace: string): Promise<void> {
   const chart = new Chart(new App(), 'bundle');
-  new OperatorBundle(chart, 'op', { kinds, namespace, createNamespace: false, crds: false, watchNamespaces: [namespace] });
+  new OperatorBundle(chart, 'op', { kinds, namespace, createNamespace: false, crds: false, watchNamespaces: [namespace], admissionPolicy: false });
   const objects = (chart.toJson() as KubernetesObject[]).filter((o) => o.kind !== 'Deployment');
   await applyManifests(kc, objects);
 }
@@ -80,7 +100,7 @@ export class OperatorProcess {
   /** Starts `operator/main.ts` as a ServiceAccount of `namespace` with the given environment. */
   static async start(namespace: string, env: Record<string, string>): Promise<OperatorProcess> {
     const kubeconfig = await sharedServiceAccountKubeconfig(namespace, OPERATOR_SA);
-    return OperatorProcess.spawn({ kubeconfig, env: { WATCH_NAMESPACE: namespace, ...env } });
+    return OperatorProcess.spawn({ kubeconfig, env: { APPKIND_WATCH_NAMESPACE: namespace, ...env } });
   }
 
   /**
@@ -104,7 +124,7 @@ export class OperatorProcess {
       cwd: root,
       env: {
         PATH: process.env.PATH, HOME: process.env.HOME, ...(opts.kubeconfig ? { KUBECONFIG: opts.kubeconfig } : {}),
-        METRICS_PORT: '0', HEALTH_PORT: '0', LOG_LEVEL: 'debug', ...opts.env,
+        APPKIND_METRICS_PORT: '0', APPKIND_HEALTH_PORT: '0', APPKIND_LOG_LEVEL: 'debug', ...opts.env,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -5,8 +5,8 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { KubeConfig, KubernetesObject, V1Deployment, V1Service } from '@kubernetes/client-node';
 import { SAMPLE_KIND } from '../../operator/kinds/config.js';
 import { RestClient } from '../../operator/runtime/rest.js';
-import { createTestNamespace, crObject, eventually, freeStaticNodePorts, readSharedAuditLog, sharedCluster } from './cluster.js';
-import { installCrds, installOperatorIdentity, OPERATOR_SA, OperatorProcess } from './operator-process.js';
+import { createTestNamespace, crObject, eventually, freeStaticNodePorts, sharedCluster } from './cluster.js';
+import { expectNoOperatorWrites, installCrds, installOperatorIdentity, OperatorProcess } from './operator-process.js';
 
 type Condition = { type: string; status: string };
 type Resource = KubernetesObject & { status?: { nodes?: string[]; conditions?: Condition[] } };
@@ -26,22 +26,6 @@ const converged = async (name: string) => {
   const status = (await rest.get<Resource>(crRef(name)))?.status;
   return status?.nodes?.length === 0 && status.conditions?.find((c) => c.type === 'Degraded')?.status === 'False';
 };
-
-/** The operator's write requests in the audit log after `since` (ISO time). */
-async function operatorWritesSince(since: string): Promise<string[]> {
-  return (await readSharedAuditLog())
-    .filter((e) => e.user.username === `system:serviceaccount:${ns}:${OPERATOR_SA}` &&
-      ['create', 'update', 'patch', 'delete', 'deletecollection'].includes(e.verb) && e.stageTimestamp > since)
-    .map((e) => `${e.verb} ${e.requestURI}`);
-}
-
-/** Nothing written by the operator for `ms` after things settled. */
-async function expectNoWrites(ms: number): Promise<void> {
-  await new Promise((r) => setTimeout(r, 3_000)); // let the last write land in the log
-  const since = new Date().toISOString();
-  await new Promise((r) => setTimeout(r, ms));
-  expect(await operatorWritesSince(since)).toEqual([]);
-}
 
 beforeAll(async () => {
   kc = sharedCluster().kubeConfig;
@@ -79,7 +63,7 @@ describe('a field render() no longer gives is released', () => {
       const is = (type: string, status: string) => conditions.find((c) => c.type === type)?.status === status;
       return d?.status?.observedGeneration === d?.metadata?.generation && is('Ready', 'True') && is('Progressing', 'False');
     });
-    await expectNoWrites(10_000);
+    await expectNoOperatorWrites(ns, 10_000);
   }, 120_000);
 
   test('a CR drops spec.nodePort: our claim on the port is released, as a server-side apply without it does, then nothing is written', async () => {
@@ -97,7 +81,7 @@ describe('a field render() no longer gives is released', () => {
     const after = (await service('fixed'))!;
     expect(after.spec?.type).toBe('NodePort');
     expect(after.spec?.ports?.[0]?.nodePort).toBeGreaterThanOrEqual(30000);
-    await expectNoWrites(10_000);
+    await expectNoOperatorWrites(ns, 10_000);
   }, 120_000);
 
   test('a new default image in the kind\'s settings, across a restart, rolls out to every CR of the kind', async () => {
@@ -118,7 +102,7 @@ describe('a field render() no longer gives is released', () => {
       return d?.status?.observedGeneration === d?.metadata?.generation && d?.status?.updatedReplicas === 1 &&
         is('Progressing', 'False') && is('Degraded', 'False') && (!sharedCluster().hasScheduler || is('Ready', 'True'));
     }))).every(Boolean), 120_000);
-    await expectNoWrites(10_000);
+    await expectNoOperatorWrites(ns, 10_000);
   }, 300_000);
 
   test('the operator logged no error', () => {

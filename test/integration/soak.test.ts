@@ -54,9 +54,9 @@ const FAULT_EVERY_SECONDS = Number(process.env.SOAK_FAULT_EVERY_SECONDS ?? (SECO
  */
 const NODE_PORTS = process.env.SOAK_NODEPORTS ? /^(1|true)$/i.test(process.env.SOAK_NODEPORTS) : FAULT_EVERY_SECONDS >= 60;
 const IN_FLIGHT = 6;
-const WATCH_STALE_SECONDS = 5;
+const APPKIND_WATCH_STALE_SECONDS = 5;
 const CONVERGE_MS = Number(process.env.LOAD_CONVERGE_MS ?? 300_000);
-const LEASE = { LEASE_DURATION_SECONDS: '8', RENEW_DEADLINE_SECONDS: '6', RETRY_PERIOD_SECONDS: '1' };
+const LEASE = { APPKIND_LEASE_DURATION_SECONDS: '8', APPKIND_RENEW_DEADLINE_SECONDS: '6', APPKIND_RETRY_PERIOD_SECONDS: '1' };
 const MANAGER = 'soak-test';
 
 const IMAGES = [undefined, 'takeyan/flask:0.0.4', 'nginx:1.27', 'registry.example.com/team/app:v2'];
@@ -85,7 +85,7 @@ type FaultType = (typeof FAULT_TYPES)[number];
  * Set around a kube-apiserver or etcd restart (from 15 s before it until it is over): nodePort
  * changes wait meanwhile. An API server killed (or losing etcd) mid-write can leave a NodePort
  * allocated that no Service holds (the operator's apply allocated it, the Service write was cut).
- * The operator retries the CR asking for it at least every DEGRADED_RETRY_SECONDS (60 s), but the
+ * The operator retries the CR asking for it at least every APPKIND_DEGRADED_RETRY_SECONDS (60 s), but the
  * port itself is freed only by the API server's repair loop, at its third run after it first sees
  * the leak (every 3 minutes from the API server's start: 6-9 minutes; kubernetes
  * pkg/registry/core/service/portallocator/controller/repair.go, numRepairsBeforeLeakCleanup), longer
@@ -241,8 +241,8 @@ class Replicas {
         const p = await OperatorProcess.spawn({
           kubeconfig: this.kubeconfig,
           env: {
-            APPKIND_KINDS: JSON.stringify([kind]), WATCH_NAMESPACE: NS, WATCH_STALE_SECONDS: String(WATCH_STALE_SECONDS), LOG_LEVEL: 'info',
-            LEADER_ELECT: 'true', LEASE_NAMESPACE: NS, POD_NAME: id, ...LEASE,
+            APPKIND_KINDS: JSON.stringify([kind]), APPKIND_WATCH_NAMESPACE: NS, APPKIND_WATCH_STALE_SECONDS: String(APPKIND_WATCH_STALE_SECONDS), APPKIND_LOG_LEVEL: 'info',
+            APPKIND_LEADER_ELECT: 'true', APPKIND_LEASE_NAMESPACE: NS, APPKIND_POD_NAME: id, ...LEASE,
           },
           // A replica waits for the API server (a fault may be on); its caches sync once it answers.
           timeoutMs: 180_000,
@@ -304,11 +304,11 @@ async function inject(fault: FaultType): Promise<string> {
       const pid = cp.pids()['kube-apiserver']!;
       process.kill(pid, 'SIGSTOP');
       try {
-        await sleep((WATCH_STALE_SECONDS + 5) * 1000);
+        await sleep((APPKIND_WATCH_STALE_SECONDS + 5) * 1000);
       } finally {
         process.kill(pid, 'SIGCONT');
       }
-      return `${WATCH_STALE_SECONDS + 5} s`;
+      return `${APPKIND_WATCH_STALE_SECONDS + 5} s`;
     }
     case 'operator SIGKILL': {
       replicas.holdReplacements = true;

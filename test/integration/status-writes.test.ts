@@ -1,5 +1,5 @@
 // How often the operator writes a CR's status. An ordinary rollout, a CR's create or an edit of its
-// spec, that completes within STATUS_INTERVAL_MS gets a single status write: Ready=True of the new
+// spec, that completes within APPKIND_STATUS_INTERVAL_MS gets a single status write: Ready=True of the new
 // generation. Meanwhile the CR keeps its previous status, stale by its observedGeneration, which
 // `kubectl wait --for=condition=Ready` checks. Counted from the API server's audit log.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
@@ -31,7 +31,7 @@ async function statusWrites(name: string, since: string): Promise<number> {
 }
 
 beforeAll(async () => {
-  // The default STATUS_INTERVAL_MS (60 s): both rollouts below complete well within it.
+  // The default APPKIND_STATUS_INTERVAL_MS (60 s): both rollouts below complete well within it.
   ({ kc, rest, ns, operator } = await startOperatorTest('statuswrites', [kind]));
 });
 
@@ -40,7 +40,7 @@ afterAll(async () => {
 });
 
 // Without a scheduler no pod gets Ready, so no rollout completes: these tests need one.
-(sharedCluster().hasScheduler ? describe : describe.skip)('a rollout that completes within STATUS_INTERVAL_MS', () => {
+(sharedCluster().hasScheduler ? describe : describe.skip)('a rollout that completes within APPKIND_STATUS_INTERVAL_MS', () => {
   test('a create writes status once: Ready; an edit of spec.size writes Ready of the new generation, never a stale step before it', async () => {
     // Every status the CR passes through, seen on a watch (a poll could miss one).
     const states: string[] = [];

@@ -149,7 +149,7 @@ beforeAll(async () => {
   // Squeezed from the start: the operator's first lists and watches are throttled too.
   await applyManifests(kc, squeeze());
   const kubeconfig = await cp.serviceAccountKubeconfig(NS, OPERATOR_SA);
-  operator = await OperatorProcess.spawn({ kubeconfig, env: { WATCH_NAMESPACE: NS, LOG_LEVEL: 'debug' }, timeoutMs: 180_000 });
+  operator = await OperatorProcess.spawn({ kubeconfig, env: { APPKIND_WATCH_NAMESPACE: NS, APPKIND_LOG_LEVEL: 'debug' }, timeoutMs: 180_000 });
 }, 300_000);
 
 afterAll(async () => {

@@ -1,7 +1,10 @@
 import { describe, expect, it } from '@jest/globals';
 import { Chart, Testing } from 'cdk8s';
 import { AppKind, LogLevel, OperatorBundle, OperatorBundleProps } from 'cdk8s-appkind';
-import { kindsFromDocument, SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { kindsFromFile, SAMPLE_KIND } from '../../operator/kinds/config.js';
 import { DEFAULT_WORKERS } from '../../operator/settings.js';
 
 const TAKARA: AppKind = {
@@ -87,7 +90,7 @@ describe('OperatorBundle', () => {
 
   it('keeps a chart namespace off cluster-scoped objects and its own namespace on the rest', () => {
     const objs = synth({}, 'elsewhere');
-    const clusterScoped = ['CustomResourceDefinition', 'Namespace', 'ClusterRole', 'ClusterRoleBinding'];
+    const clusterScoped = ['CustomResourceDefinition', 'Namespace', 'ClusterRole', 'ClusterRoleBinding', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding'];
     for (const o of objs) {
       if (clusterScoped.includes(o.kind)) expect(o.metadata.namespace).toBeUndefined();
       else expect(o.metadata.namespace).toBe('appkind-system');
@@ -153,7 +156,47 @@ describe('OperatorBundle', () => {
       'team-b/appkind-operator',
     ]);
     for (const b of bindings) expect(b.subjects).toEqual([{ kind: 'ServiceAccount', name: 'appkind-operator', namespace: 'appkind-system' }]);
-    expect(envOf(objs).WATCH_NAMESPACE).toBe('team-a,team-b');
+    expect(envOf(objs).APPKIND_WATCH_NAMESPACE).toBe('team-a,team-b');
+  });
+
+  it("renders admission policies that judge only the operator's own writes of Deployments and Services, and refuse with 403", () => {
+    type Policy = {
+      metadata: { name: string };
+      spec: {
+        failurePolicy: string;
+        matchConstraints: { resourceRules: { resources: string[]; operations: string[] }[] };
+        matchConditions: { expression: string }[];
+        validations: { expression: string; message: string; reason: string }[];
+      };
+    };
+    const objs = synth() as unknown as (Manifest & Policy & { spec: { policyName?: string; validationActions?: string[] } })[];
+    const policies = objs.filter((o) => o.kind === 'ValidatingAdmissionPolicy');
+    expect(policies.map((p) => p.metadata.name)).toEqual(['appkind-operator-deployments', 'appkind-operator-services']);
+    expect(objs.filter((o) => o.kind === 'ValidatingAdmissionPolicyBinding').map((b) => [b.metadata.name, b.spec.policyName, b.spec.validationActions])).toEqual([
+      ['appkind-operator-deployments', 'appkind-operator-deployments', ['Deny']],
+      ['appkind-operator-services', 'appkind-operator-services', ['Deny']],
+    ]);
+    for (const p of policies) {
+      expect(p.spec.failurePolicy).toBe('Fail');
+      expect(p.spec.matchConditions.map((c) => c.expression)).toEqual(["request.userInfo.username == 'system:serviceaccount:appkind-system:appkind-operator'"]);
+      expect(p.spec.matchConstraints.resourceRules.flatMap((r) => r.operations)).toEqual(['CREATE', 'UPDATE']);
+      expect(new Set(p.spec.validations.map((v) => v.reason))).toEqual(new Set(['Forbidden']));
+      // The first rule: a controller reference to a CR of a served kind.
+      expect(p.spec.validations[0]!.expression).toBe("variables.owner in ['swallowlab.com/v1alpha1, Kind=EchoFlask', 'maho.takara.org/v1alpha1, Kind=Takara']");
+    }
+    const deployments = policies[0]!.spec.validations;
+    expect(deployments.map((v) => v.message).join('\n')).toMatch(/hostPath volumes are never rendered/);
+    // Each kind's own rules, guarded by its owner: its image, volumes, ServiceAccount, token.
+    for (const kind of ['EchoFlask', 'Takara']) {
+      expect(deployments.filter((v) => v.message.includes(`${kind} does not allow (`))).toHaveLength(1);
+      expect(deployments.filter((v) => v.message.includes(`a ServiceAccount other than ${kind}'s (default)`))).toHaveLength(1);
+    }
+    expect(deployments.find((v) => v.message.includes('EchoFlask does not allow ('))!.expression).toContain("self == 'takeyan/flask:0.0.3'");
+    // A kind whose CRs may name a ServiceAccount, or may mount the token, has no rule about it.
+    const open = synth({ kinds: [{ ...TAKARA, automountServiceAccountToken: true, overrides: { serviceAccountName: true } }] }) as unknown as Policy[];
+    expect(JSON.stringify(open)).not.toContain('a ServiceAccount other than');
+    expect(JSON.stringify(open)).not.toContain('token mounted');
+    expect(synth({ admissionPolicy: false }).filter((o) => o.kind.startsWith('ValidatingAdmissionPolicy'))).toEqual([]);
   });
 
   it('renders -view and -edit ClusterRoles per kind that aggregate into view, edit and admin', () => {
@@ -218,27 +261,47 @@ describe('OperatorBundle', () => {
     expect(c.resources).toEqual({ requests: { cpu: '50m', memory: '128Mi' }, limits: { cpu: '500m', memory: '512Mi' } });
   });
 
-  it('configures the operator through the same env settings as a local run', () => {
+  it('configures the operator through the same APPKIND_ env settings as a local run', () => {
     const objs = synth({ replicas: 2, logLevel: LogLevel.DEBUG, workers: 4, leaseDurationSeconds: 30 });
     const env = envOf(objs);
-    expect(kindsFromDocument(JSON.parse(env.APPKIND_KINDS as string), 'APPKIND_KINDS').map((k) => k.kind)).toEqual(['EchoFlask', 'Takara']);
     expect(env).toMatchObject({
-      WATCH_NAMESPACE: '',
-      LEADER_ELECT: 'true',
-      LEASE_NAME: 'appkind-operator',
-      LEASE_DURATION_SECONDS: '30',
-      METRICS_PORT: '8080',
-      HEALTH_PORT: '8081',
-      LOG_LEVEL: 'debug',
-      WORKERS: '4',
-      POD_NAME: { fieldRef: { fieldPath: 'metadata.name' } },
-      POD_NAMESPACE: { fieldRef: { fieldPath: 'metadata.namespace' } },
+      APPKIND_CONFIG: '/etc/appkind/kinds.yaml',
+      APPKIND_CONFIG_MAP: 'appkind-operator-kinds',
+      APPKIND_WATCH_NAMESPACE: '',
+      APPKIND_LEADER_ELECT: 'true',
+      APPKIND_LEASE_NAME: 'appkind-operator',
+      APPKIND_LEASE_DURATION_SECONDS: '30',
+      APPKIND_METRICS_PORT: '8080',
+      APPKIND_HEALTH_PORT: '8081',
+      APPKIND_LOG_LEVEL: 'debug',
+      APPKIND_WORKERS: '4',
+      APPKIND_POD_NAME: { fieldRef: { fieldPath: 'metadata.name' } },
+      APPKIND_POD_NAMESPACE: { fieldRef: { fieldPath: 'metadata.namespace' } },
     });
+    // Every name is one the operator reads: prefixed, or the six kind variables.
+    for (const name of Object.keys(env)) expect(name).toMatch(/^APPKIND_/);
     expect(one(objs, 'Deployment').spec!.replicas).toBe(2);
   });
 
+  it('holds the kinds in a ConfigMap mounted where APPKIND_CONFIG points, in the config-file format', () => {
+    const objs = synth();
+    const configMap = one(objs, 'ConfigMap') as Manifest & { data: Record<string, string> };
+    expect(configMap.metadata).toMatchObject({ name: 'appkind-operator-kinds', namespace: 'appkind-system' });
+    expect(Object.keys(configMap.data)).toEqual(['kinds.yaml']);
+    const dir = mkdtempSync(join(tmpdir(), 'bundle-kinds-'));
+    writeFileSync(join(dir, 'kinds.yaml'), configMap.data['kinds.yaml']!);
+    expect(kindsFromFile(join(dir, 'kinds.yaml')).map((k) => k.kind)).toEqual(['EchoFlask', 'Takara']);
+    rmSync(dir, { recursive: true });
+    const pod = one(objs, 'Deployment').spec!.template!.spec as unknown as {
+      volumes: { name: string; configMap?: { name: string } }[];
+      containers: { volumeMounts: { name: string; mountPath: string; readOnly?: boolean }[] }[];
+    };
+    expect(pod.volumes).toContainEqual({ name: 'kinds', configMap: { name: 'appkind-operator-kinds' } });
+    expect(pod.containers[0]!.volumeMounts).toContainEqual({ name: 'kinds', mountPath: '/etc/appkind', readOnly: true });
+  });
+
   it('runs as many workers as the operator does by default', () => {
-    expect(envOf(synth()).WORKERS).toBe(String(DEFAULT_WORKERS));
+    expect(envOf(synth()).APPKIND_WORKERS).toBe(String(DEFAULT_WORKERS));
   });
 
   it('selects its pods by fixed labels, independent of the construct path', () => {

@@ -24,26 +24,26 @@ describe('kind configuration', () => {
     });
   });
 
-  test('ALLOWED_IMAGES (comma-separated) and allowedImages in a file give the kind its image patterns', () => {
-    expect(kindFromEnv({ ...WALKTHROUGH, ALLOWED_IMAGES: 'registry.example.com/*, takeyan/flask:*' })?.allowedImages).toEqual(['registry.example.com/*', 'takeyan/flask:*']);
+  test('APPKIND_ALLOWED_IMAGES (comma-separated) and allowedImages in a file give the kind its image patterns', () => {
+    expect(kindFromEnv({ ...WALKTHROUGH, APPKIND_ALLOWED_IMAGES: 'registry.example.com/*, takeyan/flask:*' })?.allowedImages).toEqual(['registry.example.com/*', 'takeyan/flask:*']);
     expect(kindFromEnv(WALKTHROUGH)).not.toHaveProperty('allowedImages');
     const file = writeTemp('kinds.yaml', 'kinds:\n  - {group: a.example.com, version: v1, kind: A, image: "a:1", port: 80, allowedImages: ["a:*"]}\n');
     expect(kindsFromFile(file)[0]!.allowedImages).toEqual(['a:*']);
   });
 
   test.each([
-    [{ ALLOWED_IMAGES: 'reg*/x' }, /environment: ALLOWED_IMAGES has the pattern "reg\*\/x" has a "\*" before its end/],
-    [{ ALLOWED_IMAGES: "x'y" }, /ALLOWED_IMAGES has the pattern "x'y" has characters an image reference cannot have/],
+    [{ APPKIND_ALLOWED_IMAGES: 'reg*/x' }, /environment: APPKIND_ALLOWED_IMAGES has the pattern "reg\*\/x" has a "\*" before its end/],
+    [{ APPKIND_ALLOWED_IMAGES: "x'y" }, /APPKIND_ALLOWED_IMAGES has the pattern "x'y" has characters an image reference cannot have/],
   ])('a bad image pattern names the variable: %j', (extra, message) => {
     expect(() => kindFromEnv({ ...WALKTHROUGH, ...extra })).toThrow(message);
   });
 
-  test('short names come from SHORTNAMES (comma-separated) or shortNames in a file; bad or shared ones are refused', () => {
-    expect(kindFromEnv({ ...WALKTHROUGH, SHORTNAMES: 'ef, echo' })?.shortNames).toEqual(['ef', 'echo']);
+  test('short names come from APPKIND_SHORTNAMES (comma-separated) or shortNames in a file; bad or shared ones are refused', () => {
+    expect(kindFromEnv({ ...WALKTHROUGH, APPKIND_SHORTNAMES: 'ef, echo' })?.shortNames).toEqual(['ef', 'echo']);
     expect(kindFromEnv(WALKTHROUGH)).not.toHaveProperty('shortNames');
     const file = writeTemp('kinds.yaml', 'kinds:\n  - {group: a.example.com, version: v1, kind: AppOne, image: "a:1", port: 80, shortNames: []}\n');
     expect(kindsFromFile(file)[0]!.shortNames).toEqual([]);
-    expect(() => kindFromEnv({ ...WALKTHROUGH, SHORTNAMES: 'Ef' })).toThrow(/environment: SHORTNAMES has "Ef", not a lower-case DNS-1035 label/);
+    expect(() => kindFromEnv({ ...WALKTHROUGH, APPKIND_SHORTNAMES: 'Ef' })).toThrow(/environment: APPKIND_SHORTNAMES has "Ef", not a lower-case DNS-1035 label/);
     const twice = writeTemp('kinds.yaml', 'kinds:\n  - {group: a.example.com, version: v1, kind: AppOne, image: "a:1", port: 80}\n  - {group: a.example.com, version: v1, kind: AnotherOne, image: "a:1", port: 80, shortNames: [aone]}\n  - {group: a.example.com, version: v1, kind: AllOut, image: "a:1", port: 80}\n');
     expect(() => kindsFromFile(twice)).toThrow(/kinds AppOne and AllOut both have the short name "ao"; give one of them other shortNames/);
   });
@@ -53,15 +53,15 @@ describe('kind configuration', () => {
     expect(() => kindsFromFile(file)).toThrow(/kinds\[0\]: allowedImages must be a list of image patterns/);
   });
 
-  test('pod security settings come from RUN_AS_NON_ROOT, RUN_AS_USER, READ_ONLY_ROOT_FILESYSTEM or the file', () => {
-    expect(kindFromEnv({ ...WALKTHROUGH, RUN_AS_NON_ROOT: 'true', RUN_AS_USER: '1000', READ_ONLY_ROOT_FILESYSTEM: 'false' })).toMatchObject({
+  test('pod security settings come from APPKIND_RUN_AS_NON_ROOT, APPKIND_RUN_AS_USER, APPKIND_READ_ONLY_ROOT_FILESYSTEM or the file', () => {
+    expect(kindFromEnv({ ...WALKTHROUGH, APPKIND_RUN_AS_NON_ROOT: 'true', APPKIND_RUN_AS_USER: '1000', APPKIND_READ_ONLY_ROOT_FILESYSTEM: 'false' })).toMatchObject({
       runAsNonRoot: true, runAsUser: 1000, readOnlyRootFilesystem: false,
     });
     const file = writeTemp('kinds.yaml', 'kinds:\n  - {group: a.example.com, version: v1, kind: A, image: "a:1", port: 80, runAsNonRoot: true, runAsUser: 65532, readOnlyRootFilesystem: true}\n');
     expect(kindsFromFile(file)[0]).toMatchObject({ runAsNonRoot: true, runAsUser: 65532, readOnlyRootFilesystem: true });
-    expect(() => kindFromEnv({ ...WALKTHROUGH, RUN_AS_NON_ROOT: 'yes please' })).toThrow(/environment: RUN_AS_NON_ROOT is "yes please", not true or false/);
-    expect(() => kindFromEnv({ ...WALKTHROUGH, RUN_AS_NON_ROOT: 'true', RUN_AS_USER: '0' })).toThrow(/RUN_AS_USER is 0 \(root\) while RUN_AS_NON_ROOT is true/);
-    expect(() => kindFromEnv({ ...WALKTHROUGH, RUN_AS_USER: '-1' })).toThrow(/RUN_AS_USER is "-1", not an integer from 0 to 2147483647/);
+    expect(() => kindFromEnv({ ...WALKTHROUGH, APPKIND_RUN_AS_NON_ROOT: 'yes please' })).toThrow(/environment: APPKIND_RUN_AS_NON_ROOT is "yes please", not true or false/);
+    expect(() => kindFromEnv({ ...WALKTHROUGH, APPKIND_RUN_AS_NON_ROOT: 'true', APPKIND_RUN_AS_USER: '0' })).toThrow(/APPKIND_RUN_AS_USER is 0 \(root\) while APPKIND_RUN_AS_NON_ROOT is true/);
+    expect(() => kindFromEnv({ ...WALKTHROUGH, APPKIND_RUN_AS_USER: '-1' })).toThrow(/APPKIND_RUN_AS_USER is "-1", not an integer from 0 to 2147483647/);
   });
 
   test('nothing configured means the sample kind', () => {
@@ -161,10 +161,10 @@ describe('kind configuration', () => {
     expect(kindsFromFile(file)[0]!.overrides).not.toHaveProperty('args');
   });
 
-  test('KIND_SETTINGS gives the six-variable kind every other setting, with the same checks', () => {
-    expect(kindFromEnv({ ...TAKARA, KIND_SETTINGS: '{args: ["-m", "64"], overrides: {args: true}}' })).toMatchObject({ args: ['-m', '64'], overrides: { args: true } });
-    expect(() => kindFromEnv({ ...TAKARA, KIND_SETTINGS: '{argz: []}' })).toThrow(/environment: "argz" is not a known setting/);
-    expect(() => kindFromEnv({ ...TAKARA, KIND_SETTINGS: '{image: "x"}' })).toThrow(/KIND_SETTINGS sets image, which have variables of their own/);
-    expect(() => kindFromEnv({ ...TAKARA, KIND_SETTINGS: '[1]' })).toThrow(/KIND_SETTINGS must be a mapping/);
+  test('APPKIND_KIND_SETTINGS gives the six-variable kind every other setting, with the same checks', () => {
+    expect(kindFromEnv({ ...TAKARA, APPKIND_KIND_SETTINGS: '{args: ["-m", "64"], overrides: {args: true}}' })).toMatchObject({ args: ['-m', '64'], overrides: { args: true } });
+    expect(() => kindFromEnv({ ...TAKARA, APPKIND_KIND_SETTINGS: '{argz: []}' })).toThrow(/environment: "argz" is not a known setting/);
+    expect(() => kindFromEnv({ ...TAKARA, APPKIND_KIND_SETTINGS: '{image: "x"}' })).toThrow(/APPKIND_KIND_SETTINGS sets image, which have variables of their own/);
+    expect(() => kindFromEnv({ ...TAKARA, APPKIND_KIND_SETTINGS: '[1]' })).toThrow(/APPKIND_KIND_SETTINGS must be a mapping/);
   });
 });

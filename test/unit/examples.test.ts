@@ -3,9 +3,9 @@
 import { describe, expect, test } from '@jest/globals';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseAllDocuments } from 'yaml';
+import { parse as parseYaml, parseAllDocuments } from 'yaml';
 import { AppKind } from 'cdk8s-appkind';
-import { kindsFromFile } from '../../operator/kinds/config.js';
+import { kindsFromDocument, kindsFromFile } from '../../operator/kinds/config.js';
 import { crdObjects } from '../../operator/kinds/crd-yaml.js';
 import { render, type AppResource } from '../../operator/kinds/render.js';
 
@@ -48,8 +48,8 @@ describe('examples/real-apps.yaml', () => {
     expect(Object.keys(specOf(kinds.get('Memcached')!)).sort()).toEqual(['args', 'image', 'nodePort', 'port', 'resources', 'size']);
   });
 
-  test('Flask: DATABASE_URL from the Secret (a reference, never a value), the pod name, and the CR\'s own variable and ConfigMap', () => {
-    const { container } = rendered('FlaskApp', 'shop');
+  test('Flask: DATABASE_URL from the Secret (a reference, never a value), the pod name, an uploads volume, and the CR\'s own variable and ConfigMap', () => {
+    const { pod, container } = rendered('FlaskApp', 'shop');
     expect(container.env).toEqual([
       { name: 'DATABASE_URL', valueFrom: { secretKeyRef: { name: 'flask-db', key: 'url' } } },
       { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
@@ -57,6 +57,8 @@ describe('examples/real-apps.yaml', () => {
     ]);
     expect(container.envFrom).toEqual([{ configMapRef: { name: 'shop-settings' } }]);
     expect(container.readinessProbe).toEqual({ httpGet: { path: '/', port: 5000 }, periodSeconds: 5 });
+    expect(container.volumeMounts).toEqual([{ name: 'uploads', mountPath: '/app/uploads' }]);
+    expect(pod.volumes).toEqual([{ name: 'uploads', emptyDir: { sizeLimit: '1Gi' } }]);
     const env = specOf(kinds.get('FlaskApp')!).env!;
     expect(env['x-kubernetes-validations']).toEqual([{ rule: "self.all(e, !(e.name in ['DATABASE_URL']))", message: 'spec.env may not set DATABASE_URL: the kind reserves it' }]);
     // Under items the rules must be written as the API server reads them (cdk8s does not translate there).
@@ -100,5 +102,14 @@ describe('examples/real-apps.yaml', () => {
     const cr = (spec: AppResource['spec']): AppResource => ({ apiVersion: 'apps.example.com/v1', kind: 'JvmApp', metadata: { name: 'big', namespace: 'apps' }, spec });
     expect(() => render(kinds.get('JvmApp')!, cr({ resources: { limits: { memory: '8Gi' } } }))).toThrow(/spec.resources.limits.memory 8Gi is above the kind's most, 4Gi/);
     expect(() => render(kinds.get('JvmApp')!, cr({ env: [{ name: 'JAVA_TOOL_OPTIONS', value: '-Xmx8g' }] }))).toThrow(/spec.env sets JAVA_TOOL_OPTIONS, which the kind JvmApp reserves/);
+  });
+
+  test('the README\'s kind is valid and abridges the FlaskApp of examples/real-apps.yaml', () => {
+    const block = /```yaml\n(kinds:[\s\S]*?)```/.exec(readFileSync(join(root, 'README.md'), 'utf8'))![1]!;
+    const readme = (parseYaml(block) as { kinds: Record<string, unknown>[] }).kinds[0]!;
+    expect(kindsFromDocument({ kinds: [readme] }, 'README.md')[0]!.kind).toBe('FlaskApp');
+    const file = (parseYaml(readFileSync(join(root, 'examples', 'real-apps.yaml'), 'utf8')) as { kinds: Record<string, unknown>[] }).kinds.find((k) => k.kind === 'FlaskApp')!;
+    expect(file).toMatchObject({ ...readme, env: expect.arrayContaining(readme.env as unknown[]) });
+    expect(Object.keys(readme)).toEqual(expect.arrayContaining(['env', 'readinessProbe', 'volumes', 'volumeMounts']));
   });
 });

@@ -1,0 +1,38 @@
+// `npm run kinds`: after an edit of the installed operator's kinds ConfigMap, installs what its kinds
+// need in one command (their CRDs, the operator's RBAC for them, their -view/-edit roles) on the
+// cluster of the current kubeconfig; `--print` writes that YAML to stdout instead
+// (`npm run -s kinds -- --print | kubectl apply -f -`). See tools/release/kinds.ts.
+// Usage: npm run kinds -- [--namespace appkind-system] [--name appkind-operator] [--print]
+import { KubeConfig } from '@kubernetes/client-node';
+import { parseArgs } from 'node:util';
+import { Yaml } from 'cdk8s';
+import { ConfigError } from 'appkind-operator/kinds';
+import { RestClient } from 'appkind-operator/runtime';
+import { installedKinds, installKinds } from '../tools/release/kinds.js';
+import { kindsObjects } from '../tools/release/manifests.js';
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: { namespace: { type: 'string', default: 'appkind-system' }, name: { type: 'string', default: 'appkind-operator' }, print: { type: 'boolean' } },
+    strict: true,
+  });
+  const kc = new KubeConfig();
+  kc.loadFromDefault();
+  if (values.print) {
+    const rest = new RestClient(kc);
+    try {
+      const { kinds, watchNamespaces } = await installedKinds(rest, values.namespace, values.name);
+      process.stdout.write(Yaml.stringify(...kindsObjects({ kinds, namespace: values.namespace, name: values.name, watchNamespaces })));
+    } finally {
+      rest.close();
+    }
+    return;
+  }
+  const objects = await installKinds(kc, values.namespace, values.name);
+  for (const o of objects) process.stderr.write(`kinds: applied ${o.kind} ${o.metadata!.name}\n`);
+}
+
+main().catch((e: unknown) => {
+  process.stderr.write(`kinds: ${e instanceof Error ? e.message : String(e)}\n`);
+  process.exit(e instanceof ConfigError ? 2 : 1);
+});

@@ -1,0 +1,3 @@
+module github.com/appkind/test/realapp
+
+go 1.26
