@@ -21,6 +21,7 @@ start=$(date +%s)
 cp "$here/Containerfile" "$tmp/"
 buildah_ bud --isolation=chroot --network=host --pull=false -q -t "$image" -f "$tmp/Containerfile" "$tmp" >/dev/null
 buildah push -q "$image" "docker-archive:$tmp/echo.tar:$image" >/dev/null
+rm -f "$cache"/echo-*.tar # older builds of other sources
 mv "$tmp/echo.tar" "$archive"
 echo "echo image $image built in $(( $(date +%s) - start ))s: $archive ($(( $(stat -c %s "$archive") / 1000 )) kB)" >&2
 echo "$archive"

@@ -5,11 +5,15 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"log"
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 )
 
@@ -65,6 +69,19 @@ func main() {
 		})
 	})
 	http.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	// As a container's PID 1 the process gets no default action for SIGTERM: without this handler a
+	// pod would wait out its whole termination grace period.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	server := &http.Server{Addr: ":" + port, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = server.Shutdown(shutdown)
+	}()
 	log.Printf("echo: a local stand-in for takeyan/flask:0.0.3, listening on :%s (pod %s, %s, node %s)", port, podName, podIP, nodeName)
-	log.Fatal(http.ListenAndServe(":"+port, nil))
+	if err := server.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Fatal(err)
+	}
 }

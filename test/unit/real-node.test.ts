@@ -59,10 +59,13 @@ describe('node component settings', () => {
   it('the API server binds and advertises the node address and keeps the kubernetes endpoints with a real node', () => {
     const args = apiserverArgs(ports, { ...files, realNode: { address: '10.243.0.1', serviceCidr: '10.96.0.0/16' } });
     expect(args).toEqual(expect.arrayContaining(['--bind-address=10.243.0.1', '--advertise-address=10.243.0.1', '--endpoint-reconciler-type=lease', '--service-cluster-ip-range=10.96.0.0/16']));
+    // kubectl logs/exec reach the kubelet at the node's address, with no name lookup.
+    expect(args).toContain('--kubelet-preferred-address-types=InternalIP');
   });
 
   it('the API server stays on loopback without endpoints by default (kwok)', () => {
     expect(apiserverArgs(ports, files)).toEqual(expect.arrayContaining(['--bind-address=127.0.0.1', '--endpoint-reconciler-type=none', '--service-cluster-ip-range=10.0.0.0/16']));
+    expect(apiserverArgs(ports, files).some((a) => a.startsWith('--kubelet-preferred-address-types'))).toBe(false);
   });
 
   it('containerd restricts oom_score_adj, pins the sandbox image and keeps netns in its state folder', () => {

@@ -16,6 +16,8 @@ export interface AuditEvent {
   verb: string;
   requestURI: string;
   user: { username: string; groups?: string[] };
+  /** Where the request came from (a pod's IP for a pod on the real node). */
+  sourceIPs?: string[];
   userAgent?: string;
   objectRef?: AuditObjectRef;
   responseStatus?: { code?: number; reason?: string };

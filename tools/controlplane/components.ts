@@ -76,6 +76,9 @@ export function apiserverArgs(ports: Ports, files: ApiserverFiles): string[] {
     // controller removes; we run no such controller, and kwok's fake node is Ready by construction.
     '--disable-admission-plugins=TaintNodesByCondition',
   ];
+  // Logs, exec and port-forward go to the kubelet at the node's address: its name `appkind-node`
+  // resolves nowhere, and a lookup would leave the machine for its name server.
+  if (node) args.push('--kubelet-preferred-address-types=InternalIP');
   if (files.auditPolicy && files.auditLog) {
     args.push(
       `--audit-policy-file=${files.auditPolicy}`,

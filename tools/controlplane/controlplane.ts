@@ -309,6 +309,14 @@ export class ControlPlane implements Stoppable {
     return this.requireNode().images();
   }
 
+  /**
+   * The host pid of a container running on the real node (`status.containerStatuses[].containerID`):
+   * what the kernel enforces for it (user, capabilities, seccomp, mounts) is read from /proc/<pid>.
+   */
+  containerPid(containerId: string): Promise<number | undefined> {
+    return this.requireNode().containerPid(containerId);
+  }
+
   /** Every audit event so far (blocking mode: a finished request is already in the file). */
   async readAuditLog(): Promise<AuditEvent[]> {
     if (!this.auditLogPath) throw new Error('controlplane: started without auditLog: true');

@@ -131,6 +131,13 @@ export class Ctr {
     const { stdout } = await this.run(['images', 'list', '--quiet']);
     return stdout.split('\n').map((line) => line.trim()).filter(Boolean);
   }
+
+  /** The host pid of a running container's main process (`ctr tasks ls`: TASK PID STATUS). */
+  async taskPid(containerId: string): Promise<number | undefined> {
+    const { stdout } = await this.run(['tasks', 'ls']);
+    const row = stdout.split('\n').map((line) => line.trim().split(/\s+/)).find(([task]) => task === containerId);
+    return row && row[2] === 'RUNNING' ? Number(row[1]) : undefined;
+  }
 }
 
 /** Saves a podman/buildah image (by name or id) as a docker archive, which keeps its tag. */

@@ -226,6 +226,11 @@ export class RealNode {
     return this.ctr.images();
   }
 
+  /** The host pid of a running container (a pod status's containerID, with or without `containerd://`). */
+  containerPid(containerId: string): Promise<number | undefined> {
+    return this.ctr.taskPid(containerId.replace(/^containerd:\/\//, ''));
+  }
+
   pids(): Partial<Record<ComponentName, number>> {
     return Object.fromEntries(this.components.filter((c) => c.pid !== undefined).map((c) => [c.name, c.pid]));
   }

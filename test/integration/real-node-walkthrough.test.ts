@@ -1,0 +1,134 @@
+// The README walkthrough for real, on the real node: the README's CR (examples/example-echoflask.yaml,
+// the sample kind EchoFlask, takeyan/flask:0.0.3 stood in for by examples/echo) with size 3 runs 3
+// containers, and
+// `curl localhost:<nodePort>/api/echo?Hello=World!` answers from the pods; size 5 gives 5 pods that
+// answer; deleting the CR stops the NodePort from answering. The operator runs as a process on this
+// machine with the bundle's ServiceAccount (the in-cluster operator: real-node-operator.test.ts).
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse } from 'yaml';
+import { loadAppKinds } from '../../operator/kinds/config.js';
+import { RestClient } from '../../operator/runtime/rest.js';
+import { ControlPlane } from '../../tools/controlplane/controlplane.js';
+import { loadEchoStandIn } from '../../tools/echo-image.js';
+import { createTestNamespace, eventually } from './cluster.js';
+import { installCrds, installOperatorIdentity, OPERATOR_SA, OperatorProcess } from './operator-process.js';
+import { getLocal } from './real-node-pods.js';
+
+type Pod = KubernetesObject & { status?: { phase?: string; podIP?: string; containerStatuses?: { ready: boolean; state?: { running?: object } }[] } };
+type Resource = KubernetesObject & { status?: { nodes?: string[]; nodePort?: number; conditions?: { type: string; status: string }[] } };
+interface Echo {
+  api: string;
+  nodename: string;
+  pod_ip: string;
+  podname: string;
+  query_string: string;
+  timestamp: string;
+}
+
+const log = (line: string): void => void process.stderr.write(`${line}\n`);
+const [kind] = loadAppKinds({});
+const walkthroughCr = parse(readFileSync(join(import.meta.dirname, '..', '..', 'examples', 'example-echoflask.yaml'), 'utf8')) as KubernetesObject & { spec: { size: number } };
+const name = walkthroughCr.metadata!.name!;
+
+let cp: ControlPlane;
+let kc: KubeConfig;
+let rest: RestClient;
+let ns: string;
+let operator: OperatorProcess;
+
+const cr = (): KubernetesObject => ({ apiVersion: walkthroughCr.apiVersion, kind: walkthroughCr.kind, metadata: { name, namespace: ns } });
+const status = async (): Promise<Resource['status']> => (await rest.get<Resource>(cr()))?.status;
+
+/** The CR's pods with a running, ready container (what kubectl get pods shows as 1/1 Running). */
+async function runningPods(): Promise<Pod[]> {
+  const pods = await rest.list<Pod>('v1', 'Pod', ns, `app.kubernetes.io/instance=${name}`);
+  return pods.items.filter((p) => !p.metadata?.deletionTimestamp && p.status?.phase === 'Running' && p.status.containerStatuses?.every((c) => c.ready && c.state?.running));
+}
+
+async function echo(nodePort: number): Promise<Echo> {
+  const answer = await getLocal(nodePort, '/api/echo?Hello=World!');
+  expect(answer.status).toBe(200);
+  return JSON.parse(answer.body) as Echo;
+}
+
+/** Pod names answering over `requests` fresh connections to the NodePort. */
+async function answeringPods(nodePort: number, requests: number): Promise<Set<string>> {
+  const names = new Set<string>();
+  for (let i = 0; i < requests; i++) names.add((await echo(nodePort)).podname);
+  return names;
+}
+
+beforeAll(async () => {
+  cp = await ControlPlane.start({ realNode: true, log });
+  await loadEchoStandIn(cp, log);
+  kc = cp.kubeConfig();
+  rest = new RestClient(kc);
+  ns = await createTestNamespace(kc, 'walkthrough');
+  await installCrds(kc, [kind!]);
+  await installOperatorIdentity(kc, [kind!], ns);
+  operator = await OperatorProcess.spawn({ kubeconfig: await cp.serviceAccountKubeconfig(ns, OPERATOR_SA), env: { WATCH_NAMESPACE: ns } });
+}, 300_000);
+
+afterAll(async () => {
+  await operator?.stop('SIGTERM');
+  await cp?.stop();
+});
+
+describe('the walkthrough on the real node', () => {
+  let nodePort = 0;
+
+  test('kubectl apply -f examples/example-echoflask.yaml (size 3): 3 running containers, and the NodePort on localhost answers from a pod in status.nodes', async () => {
+    expect([walkthroughCr.apiVersion, walkthroughCr.kind, walkthroughCr.spec.size]).toEqual([`${kind!.group}/${kind!.version}`, kind!.kind, 3]);
+    await rest.apply({ ...walkthroughCr, metadata: { name, namespace: ns } }, 'test-user');
+    await eventually('3 pods Running with ready containers', async () => (await runningPods()).length === 3, 180_000);
+    await eventually('status: 3 nodes, Ready, a nodePort', async () => {
+      const s = await status();
+      return s?.nodes?.length === 3 && !!s.nodePort && s.conditions?.find((c) => c.type === 'Ready')?.status === 'True';
+    });
+    const s = (await status())!;
+    nodePort = s.nodePort!;
+    await eventually('the NodePort answers on 127.0.0.1', async () => (await getLocal(nodePort, '/api/echo?Hello=World!')).status === 200, 60_000);
+    const answer = await echo(nodePort);
+    expect(answer).toMatchObject({ api: '/api/echo', query_string: 'Hello=World!' });
+    expect(s.nodes).toContain(answer.podname);
+    const pod = (await runningPods()).find((p) => p.metadata?.name === answer.podname);
+    expect(answer.pod_ip).toBe(pod?.status?.podIP);
+    expect(Number.isNaN(Date.parse(answer.timestamp))).toBe(false);
+  }, 300_000);
+
+  test('repeated requests reach different pods', async () => {
+    const names = await answeringPods(nodePort, 30);
+    expect(names.size).toBeGreaterThan(1);
+    for (const podName of names) expect((await status())?.nodes).toContain(podName);
+  }, 120_000);
+
+  test('size 5: 5 pods answer', async () => {
+    await rest.apply({ ...cr(), spec: { size: 5 } }, 'test-user');
+    await eventually('5 pods Running with ready containers', async () => (await runningPods()).length === 5, 180_000);
+    await eventually('status.nodes lists 5', async () => (await status())?.nodes?.length === 5);
+    const expected = new Set((await status())!.nodes);
+    const seen = new Set<string>();
+    // kube-proxy picks a pod at random per connection: 5 of 5 within 200 requests all but always.
+    await eventually('every one of the 5 pods answers', async () => {
+      for (const podName of await answeringPods(nodePort, 40)) seen.add(podName);
+      return [...expected].every((n) => seen.has(n));
+    }, 120_000);
+    expect([...seen].sort()).toEqual([...expected].sort());
+  }, 300_000);
+
+  test('deleting the CR: the NodePort stops answering', async () => {
+    await rest.delete(cr());
+    await eventually('the NodePort refuses connections', async () => {
+      try {
+        await getLocal(nodePort, '/api/echo', 1000);
+        return false;
+      } catch {
+        return true;
+      }
+    }, 120_000);
+    await eventually('the pods are gone', async () => (await rest.list<Pod>('v1', 'Pod', ns, `app.kubernetes.io/instance=${name}`)).items.length === 0, 120_000);
+  }, 300_000);
+});
