@@ -1,0 +1,66 @@
+// The release's manifests, from the same OperatorBundle construct `npx cdk8s synth` uses:
+// install.yaml (the whole bundle), and the part of it a kinds edit needs (the kinds' CRDs, the
+// operator's RBAC covering them, their authoring roles), which `npm run kinds` applies.
+import type { KubernetesObject } from '@kubernetes/client-node';
+import { App, Chart, Yaml } from 'cdk8s';
+import { OperatorBundle, OperatorBundleProps } from 'cdk8s-appkind';
+import { loadAppKinds, watchNamespaces } from 'appkind-operator/kinds';
+import { withPrefixedSettings } from 'appkind-operator/settings';
+
+/** The bundle's props from the configuration: kinds, APPKIND_OPERATOR_IMAGE/NAMESPACE, APPKIND_WATCH_NAMESPACE. */
+export function bundleProps(given: NodeJS.ProcessEnv, image?: string): OperatorBundleProps {
+  const { env } = withPrefixedSettings(given);
+  return {
+    kinds: loadAppKinds(env),
+    image: image ?? (env.APPKIND_OPERATOR_IMAGE || undefined),
+    namespace: env.APPKIND_OPERATOR_NAMESPACE || undefined,
+    watchNamespaces: watchNamespaces(env),
+  };
+}
+
+/** The bundle's objects in file order (the Namespace before what lives in it). */
+export function bundleObjects(props: OperatorBundleProps): KubernetesObject[] {
+  const app = new App();
+  const chart = new Chart(app, 'appkind-operator', { disableResourceNameHashes: true });
+  new OperatorBundle(chart, 'bundle', props);
+  return chart.toJson() as KubernetesObject[];
+}
+
+/** install.yaml: the whole bundle. */
+export function installYaml(env: NodeJS.ProcessEnv, image?: string): string {
+  return Yaml.stringify(...bundleObjects(bundleProps(env, image)));
+}
+
+const RBAC = ['ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'];
+const DEFAULT_NAME = 'appkind-operator';
+
+type Rbac = KubernetesObject & { roleRef?: { name: string } };
+
+/**
+ * What serving `kinds` needs beside the operator itself: their CRDs, the operator's reconcile RBAC
+ * for them, the bundle's child admission policies admitting them, and their -view/-edit roles. The reconcile RBAC is the bundle's own (a ClusterRole, or a
+ * Role in each watched namespace) under the name `<name>-kinds`, bound to the same ServiceAccount, so
+ * re-applying install.yaml never takes a later kind's rights away. The lease Role, Namespace,
+ * ServiceAccount, ConfigMap and Deployment are left out: a kinds edit does not touch them.
+ */
+export function kindsObjects(props: OperatorBundleProps): KubernetesObject[] {
+  const name = props.name ?? DEFAULT_NAME;
+  const renamed = (o: Rbac): Rbac => ({
+    ...o,
+    metadata: { ...o.metadata, name: `${name}-kinds` },
+    ...(o.roleRef ? { roleRef: { ...o.roleRef, name: `${name}-kinds` } } : {}),
+  });
+  return bundleObjects(props).flatMap((o: Rbac) => {
+    // The child admission policies name the kinds they admit: re-rendered with every kind, in place.
+    if (o.kind === 'CustomResourceDefinition' || o.kind?.startsWith('ValidatingAdmissionPolicy')) return [o];
+    if (!RBAC.includes(o.kind!)) return [];
+    if (o.metadata?.name === name) return [renamed(o)];
+    // the kinds' authoring roles; not the lease Role and its binding
+    return o.metadata?.name?.endsWith('-leader-election') ? [] : [o];
+  });
+}
+
+/** kinds.yaml of the release: the configured kinds' part of the bundle. */
+export function kindsYaml(env: NodeJS.ProcessEnv): string {
+  return Yaml.stringify(...kindsObjects(bundleProps(env)));
+}
