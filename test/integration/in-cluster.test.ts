@@ -203,8 +203,12 @@ afterAll(async () => {
 
 describe('the install bundle from cdk8s synth', () => {
   test('is accepted by a server-side dry run (dryRun=All) of every object, and the dry run persists nothing', async () => {
-    // Three ClusterRoles: the operator's, and the kind's -view and -edit for CR authors.
-    expect(bundle.map((o) => o.kind).sort()).toEqual(['ClusterRole', 'ClusterRole', 'ClusterRole', 'ClusterRoleBinding', 'ConfigMap', 'CustomResourceDefinition', 'Deployment', 'Namespace', 'Role', 'RoleBinding', 'ServiceAccount']);
+    // Three ClusterRoles: the operator's, and the kind's -view and -edit for CR authors; two
+    // ValidatingAdmissionPolicies with their bindings (what the operator's identity may write).
+    expect(bundle.map((o) => o.kind).sort()).toEqual([
+      'ClusterRole', 'ClusterRole', 'ClusterRole', 'ClusterRoleBinding', 'ConfigMap', 'CustomResourceDefinition', 'Deployment', 'Namespace', 'Role', 'RoleBinding', 'ServiceAccount',
+      'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding', 'ValidatingAdmissionPolicyBinding',
+    ]);
     // A dry run persists nothing, so objects cannot be dry-run into a namespace the same dry run
     // creates (kubectl has the same limit): the bundle's Namespace goes first, for real.
     const namespace = bundle.find((o) => o.kind === 'Namespace')!;
