@@ -31,6 +31,21 @@ export async function podman(args: string[]): Promise<string> {
   return stdout;
 }
 
+/**
+ * Builds the operator image as `image` from this checkout with tools/image/build.sh (`npm run image`;
+ * warm layers: only the compile step reruns); returns the milliseconds it took. A failure carries the build's output.
+ */
+export async function buildOperatorImage(image: string): Promise<number> {
+  const started = Date.now();
+  try {
+    await exec('bash', [join(root, 'tools', 'image', 'build.sh'), image], { cwd: root, maxBuffer: 64 * 1024 * 1024 });
+  } catch (e) {
+    const { stdout, stderr } = e as { stdout?: string; stderr?: string };
+    throw new Error(`npm run image failed:\n${(stdout ?? '').slice(-4000)}\n${(stderr ?? '').slice(-4000)}`);
+  }
+  return Date.now() - started;
+}
+
 /** Whether podman is installed (CI installs it; see .ci/run). */
 export async function hasPodman(): Promise<boolean> {
   try {

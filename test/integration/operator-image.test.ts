@@ -3,36 +3,20 @@
 // config, leader election, SIGTERM) is tested where a kubelet and runc enforce the pod spec, on the
 // real node: real-node-operator.test.ts.
 import { afterAll, beforeAll, describe, expect, jest, test } from '@jest/globals';
-import { execFile, execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { promisify } from 'node:util';
 import { operatorPod, readBundle, synthBundle } from './bundle-file.js';
+import { buildOperatorImage, hasPodman, podman } from './operator-container.js';
 
-const run = promisify(execFile);
 const root = join(import.meta.dirname, '..', '..');
 // Each run's figures; docs/in-cluster.md quotes one run's (bench/image.json).
 const FIGURES_FILE = join(root, 'bench', 'out', 'image.json');
-/** podman with the settings these machines need (the same as tools/image/engine.sh). */
-const PODMAN_ENV = { CONTAINERS_CONF: join(root, 'tools', 'image', 'containers.conf') };
 
 jest.setTimeout(900_000);
 
-async function podman(args: string[]): Promise<string> {
-  const { stdout } = await run('podman', ['--runtime', '/usr/sbin/runc', '--cgroup-manager=cgroupfs', ...args], { env: { ...process.env, ...PODMAN_ENV }, maxBuffer: 64 * 1024 * 1024 });
-  return stdout;
-}
-
-const hasPodman = (() => {
-  try {
-    execFileSync('podman', ['--version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
-if (!hasPodman) {
+const podmanInstalled = await hasPodman();
+if (!podmanInstalled) {
   console.log('operator-image.test.ts SKIPPED: podman is not installed (apt-get install podman buildah runc debootstrap; .ci/run installs them)');
 }
 
@@ -42,21 +26,14 @@ let scratch: string;
 let image: string;
 const figures: Record<string, unknown> = {};
 
-(hasPodman ? describe : describe.skip)('the operator image', () => {
+(podmanInstalled ? describe : describe.skip)('the operator image', () => {
   beforeAll(async () => {
     scratch = mkdtempSync(join(tmpdir(), 'appkind-image-'));
     const out = join(scratch, 'dist');
     mkdirSync(out);
     image = operatorPod(readBundle(await synthBundle(out))).container.image!;
-    // The image the bundle names, built from this checkout (warm layers: only the compile step reruns).
-    const built = Date.now();
-    try {
-      await run('bash', [join(root, 'tools', 'image', 'build.sh'), image], { cwd: root, maxBuffer: 64 * 1024 * 1024 });
-    } catch (e) {
-      const { stdout, stderr } = e as { stdout?: string; stderr?: string };
-      throw new Error(`npm run image failed:\n${(stdout ?? '').slice(-4000)}\n${(stderr ?? '').slice(-4000)}`);
-    }
-    figures.imageBuildSeconds = (Date.now() - built) / 1000;
+    // The image the bundle names, built from this checkout.
+    figures.imageBuildSeconds = (await buildOperatorImage(image)) / 1000;
   });
 
   afterAll(() => {

@@ -8,11 +8,9 @@
 // buildah (the image).
 import { afterAll, beforeAll, describe, expect, jest, test } from '@jest/globals';
 import { CoreV1Api, type KubeConfig, type KubernetesObject, type V1Pod, Watch } from '@kubernetes/client-node';
-import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { promisify } from 'node:util';
 import type { AppKind } from 'cdk8s-appkind';
 import { RestClient } from '../../operator/runtime/rest.js';
 import { applyManifests } from '../../tools/controlplane/apply.js';
@@ -21,10 +19,10 @@ import { loadEchoStandIn } from '../../tools/echo-image.js';
 import { type OperatorPod, operatorPod, podKinds, readBundle, synthBundle } from './bundle-file.js';
 import { createTestNamespace, crObject, eventually } from './cluster.js';
 import { processesMentioning } from './controlplane-processes.js';
+import { buildOperatorImage } from './operator-container.js';
 import { metricValue } from './operator-process.js';
 import { getLocal } from './real-node-pods.js';
 
-const run = promisify(execFile);
 const root = join(import.meta.dirname, '..', '..');
 // Each run's figures; docs/in-cluster.md and docs/controlplane.md quote one run's.
 const FIGURES_FILE = join(root, 'bench', 'out', 'real-node.json');
@@ -142,16 +140,9 @@ beforeAll(async () => {
   kind = podKinds(pod)[0]!;
   leaseName = env('APPKIND_LEASE_NAME')!;
 
-  // The image the bundle names, built from this checkout (warm layers: only the compile step reruns).
+  // The image the bundle names, built from this checkout.
   const image = pod.container.image!;
-  const built = Date.now();
-  try {
-    await run('bash', [join(root, 'tools', 'image', 'build.sh'), image], { cwd: root, maxBuffer: 64 * 1024 * 1024 });
-  } catch (e) {
-    const { stdout, stderr } = e as { stdout?: string; stderr?: string };
-    throw new Error(`npm run image failed:\n${(stdout ?? '').slice(-4000)}\n${(stderr ?? '').slice(-4000)}`);
-  }
-  figures.imageBuildSeconds = seconds(Date.now() - built);
+  figures.imageBuildSeconds = seconds(await buildOperatorImage(image));
 
   const started = Date.now();
   cp = await ControlPlane.start({ realNode: true, auditLog: true, log });
