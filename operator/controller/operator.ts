@@ -25,12 +25,25 @@ import {
   replicaSetSummary,
   statusOnlyChange,
 } from './indexes.js';
+import { ConflictWatches } from './conflicts.js';
 import { CachedResource, CHILD_SELECTOR, controllerOf, Reconciler } from './reconcile.js';
 import { RenderCache } from './render-cache.js';
 import { StatusPacer } from './status-pacer.js';
 import { OwnStatusWrites } from './own-status-writes.js';
 
-const DEPLOYMENTS: WatchSource = { apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments' };
+/**
+ * Our Deployments: those carrying the children's label, so the cache (and the watch events of every
+ * Deployment status update in the cluster) grows with our objects, not with the cluster's. Someone
+ * else's Deployment that takes a child's name is found by the create-only first apply and watched by
+ * name while it blocks a CR (ConflictWatches).
+ */
+const DEPLOYMENTS: WatchSource = { apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments', labelSelector: CHILD_SELECTOR };
+/**
+ * Every Service of the watched namespaces (as controller-runtime's Owns() does): a Service of
+ * someone else's that gives up a NodePort a Degraded CR asks for retries that CR at once
+ * (freedNodePorts; nodeport-wait.test.ts), and a NodePort's holder is found by no field selector.
+ * Services change seldom, unlike Deployments, so their watch events stay few.
+ */
 const SERVICES: WatchSource = { apiVersion: 'v1', kind: 'Service', plural: 'services' };
 /** Only our pods: status reads nothing else of pods. */
 const OUR_PODS: WatchSource = { apiVersion: 'v1', kind: 'Pod', plural: 'pods', labelSelector: CHILD_SELECTOR };
@@ -66,6 +79,7 @@ export class Operator {
   /** The kinds served now, by Kind; setKinds() changes them (the reconciler reads this same map). */
   private readonly kinds: Map<string, AppKind>;
   private readonly ownStatusWrites = new OwnStatusWrites();
+  private readonly conflicts: ConflictWatches;
 
   constructor(
     kc: KubeAccess,
@@ -80,9 +94,11 @@ export class Operator {
     // Children keep our own apply entry of managedFields: what we own, to release what render() stops giving.
     const children = { transform: withOwnManagedFields(settings.fieldManager), indexers: { [OWNER_INDEX]: ownerIndex } };
     const watching = { rest, log, namespaces: settings.namespaces, staleMs: settings.watchStaleSeconds * 1000, onThrottled };
+    // An object of someone else's that blocked a CR is gone: retry that CR now.
+    this.conflicts = new ConflictWatches(watching, (obj) =>
+      this.conflictingWith(this.controller.keys, obj.kind as 'Deployment' | 'Service', obj),
+    );
 
-    // Deployments and Services: every one in the watched namespaces (as controller-runtime's Owns()
-    // does), so a name the cache lacks does not exist and the first apply needs no read.
     this.controller = ControllerBuilder.create('appkind', watching)
       .for<'crs', CachedResource>('crs', settings.kinds.map(crsOf), (keys, e) => this.onCr(keys, e), {
         transform: withoutManagedFields,
@@ -111,6 +127,7 @@ export class Operator {
             renders: new RenderCache(),
             pacer: new StatusPacer(settings.statusIntervalMs),
             ownStatusWrites: this.ownStatusWrites,
+            conflicts: this.conflicts,
           });
           return (key, log) => reconciler.reconcile(key, log);
         },
@@ -312,7 +329,9 @@ export class Operator {
    * Stops taking work, waits for in-flight reconciles up to graceMs, stops the watches. The client
    * stays open (the lease is released through it); `rest.close()` ends its connections.
    */
-  stop(graceMs: number): Promise<boolean> {
-    return this.controller.stop(graceMs);
+  async stop(graceMs: number): Promise<boolean> {
+    const finished = await this.controller.stop(graceMs);
+    this.conflicts.stop();
+    return finished;
   }
 }
