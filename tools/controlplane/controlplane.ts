@@ -58,7 +58,7 @@ export interface ControlPlaneOptions {
   realNode?: boolean;
 }
 
-export type RestartableComponent = 'etcd' | 'kube-apiserver' | 'kube-controller-manager';
+export type RestartableComponent = 'etcd' | 'kube-apiserver';
 
 const DEFAULT_TIMEOUT_MS = 60_000;
 const RESTART_GRACE_MS = 2_000;
@@ -265,31 +265,13 @@ export class ControlPlane implements Stoppable {
    * SIGTERM, then SIGKILL after 2 s: with clients connected both would otherwise drain for 7-10 s,
    * and a fault test wants the outage, not the drain.
    */
-  async restart(name: RestartableComponent, downMs = 0): Promise<void> {
+  async restart(name: RestartableComponent): Promise<void> {
     if (this.stopping) throw new Error('controlplane: restart() after stop()');
     const component = this.component(name);
     await component.stop(RESTART_GRACE_MS);
-    if (downMs > 0) await new Promise((r) => setTimeout(r, downMs));
     component.start();
     if (name === 'etcd') await this.waitForEtcd();
     await this.waitForApiserver();
-  }
-
-  /**
-   * Compacts etcd's history up to its current revision (physically), as kube-apiserver does every 5
-   * minutes: every watch from an older resourceVersion then ends with 410 Gone. Resolves with the
-   * revision compacted to.
-   */
-  async compactEtcd(): Promise<number> {
-    const post = async (path: string, body: unknown): Promise<{ header?: { revision?: string } }> => {
-      const res = await fetch(`${etcdUrl(this.ports)}${path}`, { method: 'POST', body: JSON.stringify(body) });
-      if (!res.ok) throw new Error(`etcd ${path}: HTTP ${res.status} ${await res.text()}`);
-      return (await res.json()) as { header?: { revision?: string } };
-    };
-    const revision = Number((await post('/v3/kv/range', { key: Buffer.from('/').toString('base64') })).header?.revision);
-    if (!Number.isInteger(revision)) throw new Error('etcd /v3/kv/range: no revision in the answer');
-    await post('/v3/kv/compaction', { revision: String(revision), physical: true });
-    return revision;
   }
 
   /** A bound ServiceAccount token from the TokenRequest API (min. 600 s, default 1 h). */
