@@ -8,7 +8,7 @@
 // With --go, last, a controller-runtime (Go) reference operator (bench/go-operator/) on a third fresh
 // control plane, create and scale, checked to apply render()'s very objects.
 // Writes bench/results.json and the tables of docs/benchmark.md. Usage: npm run bench [-- --n 1000] [--growth]
-// [--2500] [--edits 200] [--steady 60] [--no-rollout] [--go] [--repeat K] [--profile <dir>]
+// [--2500] [--edits 200] [--steady 60] [--no-rollout] [--go] [--repeat K] [--profile <dir>] [--unrelated 5000]
 // The operator's own settings (APPKIND_WORKERS, APPKIND_STATUS_INTERVAL_MS) pass through from the environment.
 import { KubeConfig, type KubernetesObject, type V1Deployment } from '@kubernetes/client-node';
 import { execFileSync, spawn } from 'node:child_process';
@@ -60,9 +60,12 @@ const USAGE = `Usage: npm run bench [-- options]
                       control planes) and report the median and range of each ratio: runs of the
                       same code on these shared machines differ by up to a third
   --profile <dir>     operator --cpu-prof, kube-apiserver pprof and /metrics per phase into <dir>
+  --unrelated K       then the operator's run again on a fresh control plane holding K Deployments
+                      (0 replicas) and K Services of no CR in other namespaces, created before the
+                      operator starts: its RSS, CPU, start time and edit latency with and without them
 Writes bench/results.json and the tables of docs/benchmark.md.`;
 
-const FLAGS_WITH_VALUE = ['--n', '--size', '--concurrency', '--edits', '--steady', '--repeat', '--profile'];
+const FLAGS_WITH_VALUE = ['--n', '--size', '--concurrency', '--edits', '--steady', '--repeat', '--profile', '--unrelated'];
 const FLAGS = ['--growth', '--2500', '--no-rollout', '--go', '--help', '-h'];
 
 function args(argv: string[]) {
@@ -87,6 +90,7 @@ function args(argv: string[]) {
     edits: Number(value('--edits') ?? 200),
     steadySeconds: Number(value('--steady') ?? 60),
     repeat: Number(value('--repeat') ?? 1),
+    unrelated: Number(value('--unrelated') ?? 0),
   };
   for (const n of [...ns, ...Object.values(settings)]) {
     if (!Number.isInteger(n) || n < 0) throw new Error(`bench: bad argument in ${argv.join(' ')}`);
@@ -191,6 +195,39 @@ function machineCpu(cp: ControlPlane, operatorPid?: number): () => Record<string
   return cpuMeters(operatorPid ? { ...pids, operator: operatorPid } : pids);
 }
 
+/** Namespaces the unrelated objects are spread over (none of them the CRs'). */
+const UNRELATED_NAMESPACES = 10;
+
+/**
+ * `count` Deployments (0 replicas: no pods, so the cluster's load stays that of the objects) and
+ * `count` ClusterIP Services, of no CR and without the children's label, in namespaces other than
+ * the CRs': what a cluster full of other workloads holds. Created as the admin, 16 in flight.
+ */
+async function createUnrelated(cp: ControlPlane, count: number): Promise<number> {
+  const admin = new RestClient(cp.kubeConfig());
+  const t = performance.now();
+  const nsOf = (i: number) => `unrelated-${i % UNRELATED_NAMESPACES}`;
+  for (let i = 0; i < Math.min(count, UNRELATED_NAMESPACES); i++) await admin.apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: nsOf(i) } }, 'bench');
+  const labels = { app: 'unrelated' };
+  await pool(range(count), 16, async (i) => {
+    const metadata = { name: `unrelated-${i}`, namespace: nsOf(i), labels: { ...labels, index: String(i) } };
+    await admin.request('POST', `/apis/apps/v1/namespaces/${metadata.namespace}/deployments`, {
+      body: {
+        apiVersion: 'apps/v1', kind: 'Deployment', metadata,
+        spec: {
+          replicas: 0, selector: { matchLabels: { ...labels, index: String(i) } },
+          template: { metadata: { labels: { ...labels, index: String(i) } }, spec: { containers: [{ name: 'app', image: 'registry.k8s.io/pause:3.10' }] } },
+        },
+      },
+    });
+    await admin.request('POST', `/api/v1/namespaces/${metadata.namespace}/services`, {
+      body: { apiVersion: 'v1', kind: 'Service', metadata, spec: { selector: { ...labels, index: String(i) }, ports: [{ port: 80 }] } },
+    });
+  });
+  admin.close();
+  return seconds(t);
+}
+
 async function startControlPlane(n: number, s: Settings): Promise<ControlPlane> {
   // Room for the rollout's surge pods (one more per app while its pods are replaced).
   return ControlPlane.start({ auditLog: true, log, pods: n * (s.size + 2), nodePortRange: n > 2700 ? WIDE_NODE_PORTS : undefined, profiling: !!s.profile });
@@ -285,9 +322,9 @@ function percentile(sorted: number[], p: number): number {
   return Math.round(sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]! * 10) / 10;
 }
 
-async function operator(n: number, s: Settings): Promise<OperatorRun> {
+async function operator(n: number, s: Settings, unrelated = 0): Promise<OperatorRun> {
   let exitCode: number | null | undefined;
-  const run = await operatorRun(n, s, (code) => (exitCode = code));
+  const run = await operatorRun(n, s, (code) => (exitCode = code), unrelated);
   return { ...run, exitCode };
 }
 
@@ -315,12 +352,20 @@ async function startOperator(env: NodeJS.ProcessEnv, port: number, s: Settings, 
   return { pid: child.pid!, exited, stop };
 }
 
-async function operatorRun(n: number, s: Settings, onExit: (code: number | null) => void): Promise<OperatorRun> {
+async function operatorRun(n: number, s: Settings, onExit: (code: number | null) => void, unrelated = 0): Promise<OperatorRun> {
   const cp = await startControlPlane(n, s);
   try {
     const { rest, port, env } = await setUpOperator(cp);
     for (const name of ['APPKIND_WORKERS', 'APPKIND_STATUS_INTERVAL_MS', 'APPKIND_LOG_LEVEL']) if (settingsEnv[name]) env[name] = settingsEnv[name];
-    let op = await startOperator(env, port, s, `operator-${n}`);
+    let unrelatedObjects: OperatorRun['unrelated'];
+    if (unrelated > 0) {
+      log(`bench: operator N=${n}: ${unrelated} unrelated Deployments and Services in ${UNRELATED_NAMESPACES} other namespaces`);
+      unrelatedObjects = { count: unrelated, createdSeconds: await createUnrelated(cp, unrelated) };
+    }
+    // Start: from the process's spawn until /readyz passes (every cache synced).
+    const tStart = performance.now();
+    let op = await startOperator(env, port, s, `operator-${n}${unrelated ? '-unrelated' : ''}`);
+    const startSeconds = seconds(tStart);
     try {
       const metrics = async () => (await httpGet(`http://127.0.0.1:${port}/metrics`)).body;
       const pid = op.pid;
@@ -431,6 +476,8 @@ async function operatorRun(n: number, s: Settings, onExit: (code: number | null)
         statusPatchesPerCr: { create: statusPatches(create), scale: statusPatches(scale), rollout: rollout ? statusPatches(rolloutRequests) : undefined },
         steadyState: { seconds: s.steadySeconds, writes: sum(steady, isWrite), reconciles: steadyReconciles },
         rollout,
+        startSeconds,
+        ...(unrelatedObjects ? { unrelated: unrelatedObjects } : {}),
         exitCode: undefined,
       };
     } finally {
@@ -498,6 +545,20 @@ async function goOperatorRun(n: number, s: Settings, binary: string): Promise<Go
   }
 }
 
+/** The run with unrelated objects over the one without (issue 25 item 3's goal: each within 1.1). */
+function unrelatedRatios(u: OperatorRun, o: OperatorRun): NonNullable<BenchRun['ratios']['unrelated']> {
+  return {
+    rssIdle: ratioOf(u.rssMiB.idle, o.rssMiB.idle),
+    rssPeak: ratioOf(u.rssMiB.peak, o.rssMiB.peak),
+    cpu: ratioOf(u.cpuSeconds, o.cpuSeconds),
+    start: ratioOf(u.startSeconds ?? NaN, o.startSeconds ?? NaN),
+    editP50: ratioOf(u.editLatencyMs.p50, o.editLatencyMs.p50),
+    editP99: ratioOf(u.editLatencyMs.p99, o.editLatencyMs.p99),
+    create: ratioOf(u.createSeconds, o.createSeconds),
+    scale: ratioOf(u.scaleSeconds, o.scaleSeconds),
+  };
+}
+
 let kubernetes = 'unknown';
 
 const loadAverage = () => loadavg().map((l) => Math.round(l * 100) / 100);
@@ -517,6 +578,7 @@ async function main(): Promise<void> {
     steadySeconds: s.steadySeconds,
     ...(s.repeat > 1 ? { repeat: s.repeat } : {}),
     rolloutImage: s.rollout ? ROLLOUT_IMAGE : undefined,
+    ...(s.unrelated > 0 ? { unrelated: s.unrelated } : {}),
     operator: {
       workers: Number(settingsEnv.APPKIND_WORKERS || DEFAULT_WORKERS),
       statusIntervalMs: Number(settingsEnv.APPKIND_STATUS_INTERVAL_MS || DEFAULT_STATUS_INTERVAL_MS),
@@ -555,6 +617,9 @@ async function benchRun(n: number, s: Settings, how: Pick<BenchRun, 'command' | 
   const o = await operator(n, s);
   log(`bench: operator N=${n}: create ${o.createSeconds} s (all sent after ${o.sentSeconds?.create} s), scale ${o.scaleSeconds} s (sent after ${o.sentSeconds?.scale} s), rollout ${o.rollout?.seconds ?? '-'} s`);
   const g = goBinary ? await goOperatorRun(n, s, goBinary) : undefined;
+  // --unrelated: the operator's run again (no rollout), on a control plane full of objects not its own.
+  const u = s.unrelated > 0 ? await operator(n, { ...s, rollout: false }, s.unrelated) : undefined;
+  if (u) log(`bench: operator N=${n} with ${s.unrelated} unrelated: start ${u.startSeconds} s, create ${u.createSeconds} s, scale ${u.scaleSeconds} s, RSS idle ${u.rssMiB.idle} / peak ${u.rssMiB.peak} MiB`);
   if (g) log(`bench: Go operator N=${n}: create ${g.createSeconds} s, scale ${g.scaleSeconds} s`);
   const allCpu = (run: { cpuSecondsByProcess?: Record<string, number> }) =>
     run.cpuSecondsByProcess?.total && f.cpuSecondsByProcess?.total ? ratioOf(run.cpuSecondsByProcess.total, f.cpuSecondsByProcess.total) : undefined;
@@ -564,10 +629,11 @@ async function benchRun(n: number, s: Settings, how: Pick<BenchRun, 'command' | 
     apiserverCpu: ratioOf(o.apiserverCpuSeconds, f.apiserverCpuSeconds),
     allCpu: allCpu(o),
     ...(g ? { go: { create: ratioOf(g.createSeconds, f.createSeconds), scale: ratioOf(g.scaleSeconds, f.scaleSeconds), apiserverCpu: ratioOf(g.apiserverCpuSeconds, f.apiserverCpuSeconds), allCpu: allCpu(g) } } : {}),
+    ...(u ? { unrelated: unrelatedRatios(u, o) } : {}),
   };
   log(`bench: N=${n}: ratios create ${ratios.create}, scale ${ratios.scale}, kube-apiserver CPU ${ratios.apiserverCpu}, all processes' CPU ${ratios.allCpu}`);
   log(`bench: N=${n}: CPU seconds over create and scale, floor ${JSON.stringify(f.cpuSecondsByProcess)}, operator ${JSON.stringify(o.cpuSecondsByProcess)}`);
-  return { n, date, ...how, loadAverage: { start, after: loadAverage() }, floor: f, operator: o, ...(g ? { goOperator: g } : {}), ratios };
+  return { n, date, ...how, loadAverage: { start, after: loadAverage() }, floor: f, operator: o, ...(g ? { goOperator: g } : {}), ...(u ? { withUnrelated: u } : {}), ratios };
 }
 
 main().catch((e: unknown) => {
