@@ -98,6 +98,8 @@ export interface BenchRun {
   /** 1-, 5- and 15-minute load averages before the floor and after the operator run. */
   readonly loadAverage: { readonly start: number[]; readonly after: number[] };
   readonly floor: FloorRun;
+  /** The CR floor (issue 25 item 1; absent with --no-cr-floor): a plain client doing what any CR-based operator must. */
+  readonly crFloor?: FloorRun;
   readonly operator: OperatorRun;
   /** With --go: the Go reference operator, after the operator. */
   readonly goOperator?: GoOperatorRun;
@@ -113,6 +115,8 @@ export interface BenchRun {
     /** CPU of every process of the run (control plane, operator, bench) over create and scale. */
     readonly allCpu?: number;
     readonly go?: { readonly create: number; readonly scale: number; readonly apiserverCpu: number; readonly allCpu?: number };
+    /** operator / CR floor of the same run. */
+    readonly crFloor?: { readonly create: number; readonly scale: number; readonly apiserverCpu: number; readonly allCpu?: number };
     /** With --unrelated: the operator's run with the unrelated objects over the run without (same code, same N). */
     readonly unrelated?: {
       readonly rssIdle: number; readonly rssPeak: number; readonly cpu: number; readonly start: number;
@@ -235,6 +239,10 @@ function ratioCell(run: BenchRun, name: RatioName, go = false): string {
   return `**${dash(single)}**`;
 }
 
+/** Status patches (`patch <plural>/status`) per CR in one phase's request counts. */
+const statusPatches = (counts: RequestCounts, n: number) =>
+  ratioOf(Object.entries(counts).filter(([what]) => what.startsWith('patch ') && what.endsWith('/status')).reduce((t, [, c]) => t + c, 0), n);
+
 /** Seconds in the tables: the run's own, or with --repeat the median over the repetitions. */
 function secs(run: BenchRun, pick: (p: Repetition) => number | undefined): string {
   const values = (run.repetitions ?? [repetitionOf(run)]).map(pick).filter((v): v is number => v !== undefined);
@@ -341,6 +349,26 @@ export function table(r: BenchResults): string {
           `${f.scaleSeconds} / ${o.scaleSeconds} s (${q.scale}) | ${dash(f.rolloutSeconds)} / ${dash(o.rolloutSeconds, ' s')} (${dash(q.rollout)}) | ` +
           `${f.apiserverCpuSeconds} / ${o.apiserverCpuSeconds} s (${q.apiserverCpu}) | ${dash(q.allCpu)} | ${o.cpuSeconds} s | ${o.editP99Ms} ms | ${o.steadyState ? `${o.steadyState.writes} / ${o.steadyState.reconciles}` : '-'} | ${q.go ? `${q.go.create} / ${q.go.scale} / ${q.go.apiserverCpu}` : '-'} |`);
       }
+    }
+  }
+  const withCrFloor = r.runs.filter((run) => run.crFloor && run.ratios.crFloor);
+  if (withCrFloor.length) {
+    lines.push(
+      '',
+      'Against the **CR floor** (a plain client on its own fresh control plane creating the CRs, applying render()\'s children with the operator\'s ownerReference and patching each CR\'s status once per phase with computeStatus\'s result as soon as its Deployment is ready): operator / CR floor beside operator / floor, same run; and the writes per app by every client:',
+      '',
+      '| N | create: CR floor / operator | ratio (raw floor) | scale +1: CR floor / operator | ratio (raw floor) | kube-apiserver CPU: CR floor / operator | ratio (raw floor) | all processes\' CPU ratio (raw floor) | writes per app created: floor / CR floor / operator | scaled: floor / CR floor / operator | CR floor\'s status patches per CR, create / scale |',
+      '|---|---|---|---|---|---|---|---|---|---|---|',
+    );
+    for (const run of withCrFloor) {
+      const c = run.crFloor!;
+      const o = run.operator;
+      const q = run.ratios.crFloor!;
+      const w = (x: FloorRun, p: 'create' | 'scale') => x.writesPerApp?.[p] ?? '-';
+      lines.push(`| ${run.n} | ${c.createSeconds} s / ${o.createSeconds} s | **${q.create}** (${run.ratios.create}) | ${c.scaleSeconds} s / ${o.scaleSeconds} s | **${q.scale}** (${run.ratios.scale}) | ` +
+        `${c.apiserverCpuSeconds} s / ${o.apiserverCpuSeconds} s | **${q.apiserverCpu}** (${run.ratios.apiserverCpu}) | **${q.allCpu ?? '-'}** (${run.ratios.allCpu ?? '-'}) | ` +
+        `${w(run.floor, 'create')} / ${w(c, 'create')} / ${w(o, 'create')} | ${w(run.floor, 'scale')} / ${w(c, 'scale')} / ${w(o, 'scale')} | ` +
+        `${statusPatches(c.requests.create, run.n)} / ${statusPatches(c.requests.scale, run.n)} |`);
     }
   }
   const withUnrelated = r.runs.filter((run) => run.withUnrelated && run.ratios.unrelated);
