@@ -217,7 +217,8 @@ describe('the chart on a cluster', () => {
     await eventually('nothing of the chart is left', async () => (await left()).length === 0, 240_000).catch(async (e: Error) => {
       throw new Error(`${e.message}; left: ${(await left()).join(', ')}`);
     });
-    // Nor the release's record (helm keeps it in a Secret of the release's namespace).
-    expect(await helm('list', '--all', '--short')).toBe('');
+    // Nor the release's record: helm keeps each revision in a Secret (label owner=helm) of the release's namespace.
+    expect((await rest.list<KubernetesObject>('v1', 'Secret', 'default', 'owner=helm')).items.map((o) => o.metadata!.name)).toEqual([]);
+    expect(await helm('list', '--short')).toBe('');
   });
 });
