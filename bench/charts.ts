@@ -23,6 +23,7 @@ const H = 340;
 const M = { left: 56, right: 190, top: 34, bottom: 44 };
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 const fmt = (v: number) => String(Math.round(v * 100) / 100);
+const px = (v: number) => Math.round(v * 100) / 100;
 
 /** A few round ticks from at most the least value to at least the greatest. */
 function ticks(min: number, max: number): number[] {
@@ -43,8 +44,9 @@ export function svg(chart: Chart): string {
   const yTicks = ticks(Math.min(0, ...values), Math.max(...values));
   const [y0, y1] = [yTicks[0]!, yTicks[yTicks.length - 1]!];
   const [lx0, lx1] = [Math.log(ns[0] ?? 1), Math.log(ns[ns.length - 1] ?? 10)];
-  const x = (n: number) => M.left + (lx1 === lx0 ? 0.5 : (Math.log(n) - lx0) / (lx1 - lx0)) * (W - M.left - M.right);
-  const y = (v: number) => H - M.bottom - ((v - y0) / (y1 - y0 || 1)) * (H - M.top - M.bottom);
+  // Coordinates to 0.01 px: the files stay short and a redraw from the same results.json is byte-identical.
+  const x = (n: number) => px(M.left + (lx1 === lx0 ? 0.5 : (Math.log(n) - lx0) / (lx1 - lx0)) * (W - M.left - M.right));
+  const y = (v: number) => px(H - M.bottom - ((v - y0) / (y1 - y0 || 1)) * (H - M.top - M.bottom));
   const out = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="12">`,
     `<rect width="${W}" height="${H}" fill="white"/>`,
