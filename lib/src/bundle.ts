@@ -29,8 +29,8 @@ const OPERATOR_UID = 65532;
 /** Container ports of the operator: /metrics over HTTPS (kubebuilder's 8443), the probes over plain HTTP. */
 const METRICS_PORT = 8443;
 const HEALTH_PORT = 8081;
-/** Where the metrics certificate Secret is mounted (APPKIND_METRICS_CERT_DIR), when one is given. */
-const METRICS_CERT_DIR = '/etc/appkind/metrics-cert';
+/** Where the metrics certificate Secret is mounted (APPKIND_METRICS_CERT_DIR), when one is given: beside the kinds ConfigMap's folder, not inside it (a mount inside a ConfigMap volume makes runc create its mount point in that volume). */
+const METRICS_CERT_DIR = '/etc/appkind-metrics-cert';
 /** Where the kinds ConfigMap is mounted, and its one key: the operator reads APPKIND_CONFIG there and again at every change. */
 const KINDS_DIR = '/etc/appkind';
 const KINDS_KEY = 'kinds.yaml';

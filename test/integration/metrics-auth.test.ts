@@ -10,6 +10,7 @@ import { OperatorBundle } from 'cdk8s-appkind';
 import { randomBytes, X509Certificate } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
+import type { TLSSocket } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generate } from 'selfsigned';
@@ -17,7 +18,7 @@ import { SAMPLE_KIND } from '../../operator/kinds/config.js';
 import { RestClient } from '../../operator/runtime/rest.js';
 import { applyManifests } from '../../tools/controlplane/apply.js';
 import { requestServiceAccountToken } from '../../tools/controlplane/serviceaccount.js';
-import { createTestNamespace, readSharedAuditLog, sharedCluster, sharedServiceAccountKubeconfig } from './cluster.js';
+import { createTestNamespace, eventually, readSharedAuditLog, sharedCluster, sharedServiceAccountKubeconfig } from './cluster.js';
 import { installCrds, metricValue, OperatorProcess } from './operator-process.js';
 
 jest.setTimeout(120_000);
@@ -48,15 +49,17 @@ function scrape(port: number, path: string, token?: string, ca?: string): Promis
       {
         host: '127.0.0.1', port, path, method: 'GET',
         headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
+        // A connection of its own: a pooled one would keep the certificate of an earlier handshake.
+        agent: false,
         ...(ca ? { ca, servername: 'localhost' } : { rejectUnauthorized: false }),
       },
       (res) => {
+        // Read while the response holds its socket (it is detached once the body has ended).
+        const peer = (res.socket as TLSSocket).getPeerX509Certificate();
         let body = '';
         res.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
-        res.on('end', () => {
-          const raw = (res.socket as import('node:tls').TLSSocket).getPeerX509Certificate?.();
-          resolve({ status: res.statusCode!, body, peer: raw! });
-        });
+        res.on('error', reject);
+        res.on('end', () => (peer ? resolve({ status: res.statusCode!, body, peer }) : reject(new Error('the server presented no certificate'))));
       },
     );
     req.on('error', reject);
@@ -116,7 +119,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const op of operators) await op.stop('SIGTERM');
   for (const [k, name] of [
-    ['ClusterRoleBinding', `${operatorName}-scraper`], ['ClusterRoleBinding', `${operatorName}-metrics-auth`],
+    ['ClusterRoleBinding', `${operatorName}-scraper`], ['ClusterRoleBinding', `${operatorName}-self-reader`], ['ClusterRoleBinding', `${operatorName}-metrics-auth`],
     ['ClusterRole', `${operatorName}-metrics-auth`], ['ClusterRole', `${operatorName}-metrics-reader`],
   ] as const) {
     await admin?.delete({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: k, metadata: { name } }).catch(() => undefined);
@@ -148,6 +151,27 @@ describe('/metrics over HTTPS with TokenReview and SubjectAccessReview', () => {
     expect(res.peer.checkIP('127.0.0.1')).toBe('127.0.0.1');
   });
 
+  test("the operator's own ServiceAccount: 403 while it is not a reader, 200 once bound to metrics-reader (as kubebuilder's e2e test binds it)", async () => {
+    const before = await scrape(metricsPort, '/metrics', await requestServiceAccountToken(kc, ns, operatorName, 3600));
+    expect(before.status).toBe(403);
+    await applyManifests(kc, [
+      {
+        apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: `${operatorName}-self-reader` },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: `${operatorName}-metrics-reader` },
+        subjects: [{ kind: 'ServiceAccount', name: operatorName, namespace: ns }],
+      } as KubernetesObject,
+    ]);
+    // The API server's RBAC authorizer sees the binding through its informer, a moment after the create.
+    await eventually('the binding in force', async () =>
+      (await admin.request<{ status: { allowed: boolean } }>('POST', '/apis/authorization.k8s.io/v1/subjectaccessreviews', {
+        body: { apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec: { user: operatorUser, groups: ['system:serviceaccounts', 'system:authenticated'], nonResourceAttributes: { path: '/metrics', verb: 'get' } } },
+      })).status.allowed, 30_000);
+    // A new token: the denial of the first one is cached for 30 s (controller-runtime's DenyCacheTTL).
+    const after = await scrape(metricsPort, '/metrics', await requestServiceAccountToken(kc, ns, operatorName, 3600));
+    expect(after.status).toBe(200);
+    expect(after.body).toContain('# TYPE controller_runtime_reconcile_total counter');
+  });
+
   test('a ServiceAccount without it: 403, and no metrics', async () => {
     const res = await scrape(metricsPort, '/metrics', strangerToken);
     expect(res.status).toBe(403);
@@ -167,8 +191,14 @@ describe('/metrics over HTTPS with TokenReview and SubjectAccessReview', () => {
 
   test('a scraper every 15 s costs no review while its answers are cached: ten scrapes, one TokenReview and one SubjectAccessReview', async () => {
     const token = await requestServiceAccountToken(kc, ns, 'scraper', 3600); // a token not reviewed yet
-    const since = new Date(Date.now() - 1000).toISOString();
+    const since = new Date().toISOString(); // after the earlier tests' reviews were answered
     for (let i = 0; i < 10; i++) expect((await scrape(metricsPort, '/metrics', token)).status).toBe(200);
+    // The audit log is written asynchronously: wait for the first review of each kind, then count.
+    await eventually('the reviews in the audit log', async () => {
+      const r = await reviewsSince(since);
+      return r.tokenreviews > 0 && r.subjectaccessreviews > 0;
+    });
+    await new Promise((r) => setTimeout(r, 2_000));
     expect(await reviewsSince(since)).toEqual({ tokenreviews: 1, subjectaccessreviews: 1 });
   });
 

@@ -20,11 +20,19 @@ export interface LogLine {
   readonly [field: string]: unknown;
 }
 
-/** The write requests (`verb URI`) the operator of namespace `ns` sent after `since` (ISO time), from the audit log. */
+/**
+ * Reviews are `create` requests that persist nothing: the API server answers a TokenReview or a
+ * SubjectAccessReview and stores no object. The operator makes them to authorize /metrics scrapes
+ * (operator/runtime/metrics-auth.ts, cached for minutes), so they are not counted as writes.
+ */
+const REVIEWS = new Set(['tokenreviews', 'subjectaccessreviews']);
+
+/** The write requests (`verb URI`) the operator of namespace `ns` sent after `since` (ISO time), from the audit log; reviews left out. */
 export async function operatorWritesSince(ns: string, since: string): Promise<string[]> {
   return (await readSharedAuditLog())
     .filter((e) => e.user.username === `system:serviceaccount:${ns}:${OPERATOR_SA}` &&
-      ['create', 'update', 'patch', 'delete', 'deletecollection'].includes(e.verb) && e.stageTimestamp > since)
+      ['create', 'update', 'patch', 'delete', 'deletecollection'].includes(e.verb) && e.stageTimestamp > since &&
+      !REVIEWS.has(e.objectRef?.resource ?? ''))
     .map((e) => `${e.verb} ${e.requestURI}`);
 }
 

@@ -337,9 +337,9 @@ describe('OperatorBundle', () => {
     expect(envOf(synth()).APPKIND_METRICS_CERT_DIR).toBeUndefined();
     expect(podSpec(synth()).volumes).not.toContainEqual(expect.objectContaining({ name: 'metrics-cert' }));
     const objs = synth({ metricsCertSecret: 'operator-metrics-tls' });
-    expect(envOf(objs).APPKIND_METRICS_CERT_DIR).toBe('/etc/appkind/metrics-cert');
+    expect(envOf(objs).APPKIND_METRICS_CERT_DIR).toBe('/etc/appkind-metrics-cert');
     expect(podSpec(objs).volumes).toContainEqual({ name: 'metrics-cert', secret: { secretName: 'operator-metrics-tls' } });
-    expect(container(objs).volumeMounts).toContainEqual({ name: 'metrics-cert', mountPath: '/etc/appkind/metrics-cert', readOnly: true });
+    expect(container(objs).volumeMounts).toContainEqual({ name: 'metrics-cert', mountPath: '/etc/appkind-metrics-cert', readOnly: true });
   });
 
   it('holds the kinds in a ConfigMap mounted where APPKIND_CONFIG points, in the config-file format', () => {
