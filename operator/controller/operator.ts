@@ -25,12 +25,26 @@ import {
   replicaSetSummary,
   statusOnlyChange,
 } from './indexes.js';
+import { ConflictWatches } from './conflicts.js';
+import { NodePortWaits } from './nodeports.js';
 import { CachedResource, CHILD_SELECTOR, controllerOf, Reconciler } from './reconcile.js';
 import { RenderCache } from './render-cache.js';
 import { StatusPacer } from './status-pacer.js';
 
-const DEPLOYMENTS: WatchSource = { apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments' };
-const SERVICES: WatchSource = { apiVersion: 'v1', kind: 'Service', plural: 'services' };
+/**
+ * Our Deployments: those carrying the children's label, so the cache (and the watch events of every
+ * Deployment status update in the cluster) grows with our objects, not with the cluster's. Someone
+ * else's Deployment that takes a child's name is found by the create-only first apply and watched by
+ * name while it blocks a CR (ConflictWatches).
+ */
+const DEPLOYMENTS: WatchSource = { apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments', labelSelector: CHILD_SELECTOR };
+/**
+ * Our Services: those carrying the children's label, as the Deployments. A Service of someone else's
+ * that takes a child's name is met by the create-only first apply and watched by name while it blocks
+ * a CR (ConflictWatches); one that holds a NodePort a CR asks for is seen by the watch of every Service
+ * that runs only while some CR waits for a port (NodePortWaits).
+ */
+const SERVICES: WatchSource = { apiVersion: 'v1', kind: 'Service', plural: 'services', labelSelector: CHILD_SELECTOR };
 /** Only our pods: status reads nothing else of pods. */
 const OUR_PODS: WatchSource = { apiVersion: 'v1', kind: 'Pod', plural: 'pods', labelSelector: CHILD_SELECTOR };
 /** Our ReplicaSets: which pods belong to a CR's own Deployment. */
@@ -52,6 +66,11 @@ export interface KindChanges {
   readonly changed: string[];
 }
 
+/** A CR asking for a NodePort that is Degraded: its port may be held by a Service not ours. */
+function waitsForNodePort(cr: CachedResource): boolean {
+  return nodePortIndex(cr).length > 0 && !!cr.status?.conditions?.some((c) => c.type === 'Degraded' && c.status === 'True');
+}
+
 /** The CRs of a kind. */
 function crsOf(kind: AppKind): WatchSource {
   return { apiVersion: AppKindCrd.apiVersionOf(kind), kind: kind.kind, plural: kind.plural };
@@ -64,6 +83,8 @@ export class Operator {
   private readonly controller: Controller<AppCaches>;
   /** The kinds served now, by Kind; setKinds() changes them (the reconciler reads this same map). */
   private readonly kinds: Map<string, AppKind>;
+  private readonly conflicts: ConflictWatches;
+  private readonly nodePortWaits: NodePortWaits;
 
   constructor(
     kc: KubeAccess,
@@ -78,9 +99,19 @@ export class Operator {
     // Children keep our own apply entry of managedFields: what we own, to release what render() stops giving.
     const children = { transform: withOwnManagedFields(settings.fieldManager), indexers: { [OWNER_INDEX]: ownerIndex } };
     const watching = { rest, log, namespaces: settings.namespaces, staleMs: settings.watchStaleSeconds * 1000, onThrottled };
+    // An object of someone else's that blocked a CR is gone: retry that CR now.
+    this.conflicts = new ConflictWatches(watching, (obj) =>
+      this.conflictingWith(this.controller.keys, obj.kind as 'Deployment' | 'Service', obj),
+    );
 
-    // Deployments and Services: every one in the watched namespaces (as controller-runtime's Owns()
-    // does), so a name the cache lacks does not exist and the first apply needs no read.
+    // CRs waiting for a NodePort held by a Service not ours: retried when a Service gives one up.
+    this.nodePortWaits = new NodePortWaits(
+      watching,
+      (ports) => this.waitingFor(this.controller.keys, ports),
+      (keys) => {
+        for (const key of keys) this.controller.keys.retryNow(key);
+      },
+    );
     this.controller = ControllerBuilder.create('appkind', watching)
       .for<'crs', CachedResource>('crs', settings.kinds.map(crsOf), (keys, e) => this.onCr(keys, e), {
         transform: withoutManagedFields,
@@ -108,6 +139,7 @@ export class Operator {
             log,
             renders: new RenderCache(),
             pacer: new StatusPacer(settings.statusIntervalMs),
+            conflicts: this.conflicts,
           });
           return (key, log) => reconciler.reconcile(key, log);
         },
@@ -126,6 +158,7 @@ export class Operator {
    */
   private onCr(keys: KeySink, { type, obj, old, source }: WatchEvent<CachedResource>): void {
     const key = refKey(refOf(source.kind, obj));
+    this.nodePortWaits.observe(key, type !== 'delete' && waitsForNodePort(obj));
     if (type === 'update' && statusOnlyChange(old, obj)) keys.addUnlessFailing(key);
     else keys.add(key);
   }
@@ -303,7 +336,10 @@ export class Operator {
    * Stops taking work, waits for in-flight reconciles up to graceMs, stops the watches. The client
    * stays open (the lease is released through it); `rest.close()` ends its connections.
    */
-  stop(graceMs: number): Promise<boolean> {
-    return this.controller.stop(graceMs);
+  async stop(graceMs: number): Promise<boolean> {
+    const finished = await this.controller.stop(graceMs);
+    this.conflicts.stop();
+    this.nodePortWaits.stop();
+    return finished;
   }
 }

@@ -3,6 +3,7 @@ import { AppKind, ContainerApp, ContainerAppProps } from 'cdk8s-appkind';
 import { AppResource, appPropsFor, KubeObject } from '../kinds/render.js';
 import { appliedFieldsOf, drift as driftOf, firstReleased } from './apply.js';
 import { CacheReader, OWNER_INDEX } from '../runtime/cache.js';
+import { ConflictTracker } from './conflicts.js';
 import { Expectations } from '../runtime/expectations.js';
 import { parseRefKey, refKey, refOf } from '../runtime/ref.js';
 import { EventRecorder } from '../runtime/events.js';
@@ -57,6 +58,8 @@ export interface ReconcilerDeps {
   readonly renders?: RenderCache;
   /** Coalesces status writes during a rollout; none (write every change) when not given. */
   readonly pacer?: StatusPacer;
+  /** Told which objects of someone else's take a CR's child names (watched until they go). */
+  readonly conflicts?: ConflictTracker;
 }
 
 /** Throws ThrottledError when the server throttled the request: no failure of the CR, only "later". */
@@ -101,6 +104,7 @@ export class Reconciler {
       // gone: the garbage collector removes the children
       this.renders.forget(ref);
       this.deps.pacer?.forget(key);
+      this.deps.conflicts?.observe(key, []);
       return;
     }
 
@@ -123,7 +127,9 @@ export class Reconciler {
     // What the API server answered to our applies is newer than the cache (a new Service's NodePort):
     // status uses it, so a create's first status already carries the NodePort.
     const fresh = new Map<string, KubernetesObject>();
-    const applied = await Promise.all(desired.map((obj) => this.applyOne(obj, cr, fresh, log)));
+    const blockers: KubeObject[] = [];
+    const applied = await Promise.all(desired.map((obj) => this.applyOne(obj, cr, fresh, log, blockers)));
+    this.deps.conflicts?.observe(key, blockers);
     failure ??= applied.find((f) => f !== undefined);
     if (!failure) failure = await this.prune(cr, desired, log);
     // A new failure's Event goes out beside the status that says Degraded, not after it: one round
@@ -163,14 +169,17 @@ export class Reconciler {
 
   /**
    * Applies one child unless the live object already holds it. Deployments and Services are cached
-   * namespace-wide (not only ours), so a synced cache that lacks the name means it does not exist:
-   * no read before the first apply.
+   * when they carry the children's label (ours, or someone's copy of render()'s objects), so a name
+   * the cache lacks is not one of ours: the first apply is create-only,
+   * which leaves someone else's object of that name alone (NameConflict) and needs no read before it.
+   * `blockers` gets the child when an object not controlled by `cr` takes its name.
    */
   private async applyOne(
     obj: KubeObject,
     cr: CachedResource,
     fresh: Map<string, KubernetesObject>,
     log: Logger,
+    blockers: KubeObject[],
   ): Promise<ReconcileFailure | undefined> {
     const cache = this.cacheFor(obj.kind);
     let live =
@@ -185,7 +194,10 @@ export class Reconciler {
         return { reason: 'ReadFailed', message: `${describeObject(obj)}: ${f.message}` };
       }
     }
-    if (live && controllerOf(live)?.uid !== cr.metadata.uid) return nameConflict(obj, cr);
+    if (live && controllerOf(live)?.uid !== cr.metadata.uid) {
+      blockers.push(obj);
+      return nameConflict(obj, cr);
+    }
     // A changed or missing field, or one we own that render() no longer gives (released by the apply).
     const owned = appliedFieldsOf(live, this.deps.fieldManager);
     const released = owned && firstReleased(owned, obj);
@@ -200,7 +212,10 @@ export class Reconciler {
       // The cache says it does not exist, but the cache lags: someone else's object created a moment
       // ago would be adopted and overwritten by a plain apply. Create-only, then.
       const outcome = await this.createOnly(obj, cr);
-      if ('failure' in outcome) return outcome.failure;
+      if ('failure' in outcome) {
+        if (outcome.failure.reason === 'NameConflict') blockers.push(obj);
+        return outcome.failure;
+      }
       fresh.set(obj.kind, outcome.created);
       this.expectations.expect(obj.kind, outcome.created);
       log.info('created object', { object: describeObject(obj) });

@@ -149,7 +149,8 @@ export class Controller<C extends object> {
   private readonly all = new Set<Lifecycle>();
   private readonly running = new Set<string>();
   private readonly watches = new Map<string, Watch>();
-  private readonly keys: KeySink;
+  /** Where keys go: for events of watches the builder did not declare (started while running). */
+  readonly keys: KeySink;
   private cachesStarted = false;
 
   constructor(

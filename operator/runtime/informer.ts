@@ -5,6 +5,9 @@ import { Logger } from './log.js';
 import { resourcePath, RestClient } from './rest.js';
 import { throttleDelayMs } from './throttle.js';
 
+/** Objects per list request of a relist, as client-go's reflector pages. */
+export const PAGE_SIZE = 500;
+
 /** What to list and watch. */
 export interface InformerSource {
   readonly apiVersion: string;
@@ -14,6 +17,8 @@ export interface InformerSource {
   /** One namespace, or all when unset. */
   readonly namespace?: string;
   readonly labelSelector?: string;
+  /** E.g. `metadata.name=x`: one object by name. */
+  readonly fieldSelector?: string;
 }
 
 export type InformerEventType = 'add' | 'update' | 'delete';
@@ -37,6 +42,12 @@ export interface InformerOptions<T extends KubernetesObject = KubernetesObject> 
   readonly transform?: (obj: T) => T;
   /** Named indexes kept beside the store, read with byIndex(). */
   readonly indexers?: Record<string, IndexFunc<T>>;
+  /**
+   * Objects per list request: a relist reads the collection in pages of this many (`limit` and
+   * `continue`, client-go's reflector pages by 500 too), each trimmed before the next is read.
+   * @default 500
+   */
+  readonly pageSize?: number;
   /** A watch request was throttled (429) and is sent again after `delayMs` (lists report through `rest`). */
   readonly onThrottled?: (method: string, code: number, delayMs: number) => void;
 }
@@ -114,10 +125,10 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
     return old;
   }
 
-  private index(key: string, obj: T): void {
+  private index(key: string, obj: T, indices = this.indices): void {
     for (const [name, fn] of Object.entries(this.opts.indexers ?? {})) {
-      let index = this.indices.get(name);
-      if (!index) this.indices.set(name, (index = new Map()));
+      let index = indices.get(name);
+      if (!index) indices.set(name, (index = new Map()));
       for (const value of fn(obj)) {
         let keys = index.get(value);
         if (!keys) index.set(value, (keys = new Set()));
@@ -175,8 +186,10 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
         }
         failures++;
         // Like client-go's reflector: a dropped connection resumes the watch from the last
-        // resourceVersion (a 410 then says it is too old); any answer from the server relists.
-        const resume = !!this.resourceVersion && f.code === 0 && failures < 5;
+        // resourceVersion (a 410 then says it is too old); any answer from the server relists. A
+        // refused connection (an API server restarting) resumes however long it lasts, as client-go's
+        // does: a relist would only cost more once the server is back, and answer 410 no sooner.
+        const resume = stage === 'watch' && !!this.resourceVersion && f.code === 0 && (failures < 5 || f.reason === 'ConnectionRefused');
         if (!resume) this.resourceVersion = undefined;
         this.opts.log.warn(resume ? 'watch failed; resuming' : 'watch failed; relisting', {
           resource: this.path,
@@ -190,23 +203,33 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
   }
 
   private async relist(): Promise<void> {
-    const { apiVersion, kind, namespace, labelSelector } = this.source;
-    const list = await this.opts.rest.list<T>(apiVersion, kind, namespace, labelSelector);
-    const old = this.store;
-    this.store = new Map();
-    this.indices = new Map();
-    for (const item of list.items) {
-      const obj = this.trim(item);
-      this.put(objectKey(obj), obj);
+    const { apiVersion, kind, namespace, labelSelector, fieldSelector } = this.source;
+    // Into a new store, page by page: the old one stays readable until the whole list is in.
+    const old = { store: this.store, indices: this.indices };
+    const fresh = { store: new Map<string, T>(), indices: new Map<string, Map<string, Set<string>>>() };
+    let resourceVersion: string | undefined;
+    for await (const page of this.opts.rest.pages<T>(apiVersion, kind, namespace, labelSelector, {
+      limit: this.opts.pageSize ?? PAGE_SIZE,
+      fieldSelector,
+    })) {
+      for (const item of page.items) {
+        const obj = this.trim(item);
+        const key = objectKey(obj);
+        fresh.store.set(key, obj);
+        this.index(key, obj, fresh.indices);
+      }
+      resourceVersion = page.resourceVersion;
     }
-    this.resourceVersion = list.resourceVersion;
+    this.store = fresh.store;
+    this.indices = fresh.indices;
+    this.resourceVersion = resourceVersion;
     this.lastHeard = Date.now();
     for (const [key, obj] of this.store) {
-      const before = old.get(key);
+      const before = old.store.get(key);
       if (!before) this.handler('add', obj);
       else if (before.metadata?.resourceVersion !== obj.metadata?.resourceVersion) this.handler('update', obj, before);
     }
-    for (const [key, obj] of old) if (!this.store.has(key)) this.handler('delete', obj, obj);
+    for (const [key, obj] of old.store) if (!this.store.has(key)) this.handler('delete', obj, obj);
     if (!this.synced) {
       this.synced = true;
       this.resolveFirstSync();
@@ -249,6 +272,7 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
         resourceVersion: this.resourceVersion,
         allowWatchBookmarks: true,
         labelSelector: this.source.labelSelector,
+        fieldSelector: this.source.fieldSelector,
         // The server ends the watch now and then; we resume from the last resourceVersion.
         timeoutSeconds: 240 + Math.floor(Math.random() * 120),
       };

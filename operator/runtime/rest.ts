@@ -285,7 +285,9 @@ export class RestClient {
         }
         if (e instanceof ApiError || (e as Error).name === 'TimeoutError') throw e;
         this.onRequest('WATCH', 0);
-        throw new ApiError(0, 'ConnectionFailed', `WATCH ${path}: ${(e as Error).message}`, 'WATCH', path);
+        // Refused: nothing listens (an API server restarting); the informer resumes rather than relists.
+        const reason = (e as NodeJS.ErrnoException).code === 'ECONNREFUSED' ? 'ConnectionRefused' : 'ConnectionFailed';
+        throw new ApiError(0, reason, `WATCH ${path}: ${(e as Error).message}`, 'WATCH', path);
       }
     }
   }
@@ -505,19 +507,49 @@ export class RestClient {
     await this.request('DELETE', path, { body: { propagationPolicy: 'Background', ...(uid ? { preconditions: { uid } } : {}) } });
   }
 
-  /** Objects of a kind (one namespace or all), with the list's resourceVersion. */
+  /**
+   * Objects of a kind (one namespace or all), with the list's resourceVersion: every page of
+   * `pages()` gathered.
+   */
   async list<T extends KubernetesObject>(
     apiVersion: string,
     kind: string,
     namespace?: string,
     labelSelector?: string,
+    opts: { limit?: number; fieldSelector?: string } = {},
   ): Promise<{ items: T[]; resourceVersion?: string }> {
-    const list = await this.request<{ items: T[]; metadata?: { resourceVersion?: string } }>(
-      'GET',
-      await this.path(apiVersion, kind, namespace),
-      { query: { labelSelector } },
-    );
-    return { items: list.items.map((i) => ({ ...i, apiVersion, kind })), resourceVersion: list.metadata?.resourceVersion };
+    const items: T[] = [];
+    let resourceVersion: string | undefined;
+    for await (const page of this.pages<T>(apiVersion, kind, namespace, labelSelector, opts)) {
+      items.push(...page.items);
+      resourceVersion = page.resourceVersion;
+    }
+    return { items, resourceVersion };
+  }
+
+  /**
+   * A list in pages of at most `limit` objects (`limit`/`continue`, as client-go's reflector lists),
+   * so that no single answer holds every object of a large collection: the caller can trim a page
+   * before the next one is read. The pages are one consistent snapshot, at the resourceVersion each
+   * carries. A continue token that expired meanwhile (410) fails the list: list again from the start.
+   * Without a limit, one request.
+   */
+  async *pages<T extends KubernetesObject>(
+    apiVersion: string,
+    kind: string,
+    namespace?: string,
+    labelSelector?: string,
+    opts: { limit?: number; fieldSelector?: string } = {},
+  ): AsyncGenerator<{ items: T[]; resourceVersion?: string }> {
+    const path = await this.path(apiVersion, kind, namespace);
+    let next: string | undefined;
+    do {
+      const page = await this.request<{ items: T[]; metadata?: { resourceVersion?: string; continue?: string } }>('GET', path, {
+        query: { labelSelector, fieldSelector: opts.fieldSelector, limit: opts.limit, continue: next },
+      });
+      next = page.metadata?.continue || undefined;
+      yield { items: page.items.map((i) => ({ ...i, apiVersion, kind })), resourceVersion: page.metadata?.resourceVersion };
+    } while (next);
   }
 
   /** JSON merge patch of an object's status subresource. */

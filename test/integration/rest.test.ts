@@ -1,9 +1,12 @@
 // The operator's REST client on the real API server: one keep-alive connection pool per process
 // (client-node's applyToHTTPSOptions would open a new TLS connection for every request).
 import { afterAll, describe, expect, it } from '@jest/globals';
+import type { KubernetesObject } from '@kubernetes/client-node';
+import { Informer } from '../../operator/runtime/informer.js';
 import { simpleKubeConfigFromFile } from '../../operator/runtime/kubeconfig.js';
+import { createLogger } from '../../operator/runtime/log.js';
 import { RestClient } from '../../operator/runtime/rest.js';
-import { sharedCluster } from './cluster.js';
+import { createTestNamespace, eventually, sharedCluster } from './cluster.js';
 
 describe('RestClient connections', () => {
   const rest = new RestClient(sharedCluster().kubeConfig);
@@ -64,7 +67,7 @@ describe('RestClient connections', () => {
   });
 });
 
-describe('RestClient credentials', () => {
+describe('RestClient credentials and lists', () => {
   it('reads the kubeconfig without client-node and keeps its connection across credential checks', async () => {
     const kc = simpleKubeConfigFromFile(sharedCluster().kubeconfigPath);
     expect(kc).toBeDefined();
@@ -74,6 +77,39 @@ describe('RestClient credentials', () => {
     try {
       for (let i = 0; i < 5; i++) await expect(rest.request('GET', '/api/v1/namespaces/default')).resolves.toBeDefined();
       expect(rest.connectionsOpened).toBe(1);
+    } finally {
+      rest.close();
+    }
+  });
+
+  it('relists in pages (limit/continue): an informer over more objects than a page holds them all', async () => {
+    const kc = sharedCluster().kubeConfig;
+    const ns = await createTestNamespace(kc, 'pages');
+    const gets: string[] = [];
+    const rest = new RestClient(kc, (verb) => gets.push(verb));
+    try {
+      const path = `/api/v1/namespaces/${ns}/configmaps`;
+      for (let i = 0; i < 5; i++) await rest.request('POST', path, { body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `page-${i}` } } });
+      const listed = await rest.list('v1', 'ConfigMap', ns, undefined, { limit: 2 });
+      expect(listed.items.map((c) => c.metadata?.name).filter((n) => n?.startsWith('page-')).sort()).toEqual(['page-0', 'page-1', 'page-2', 'page-3', 'page-4']);
+      expect(listed.resourceVersion).toBeTruthy();
+
+      gets.length = 0;
+      const informer = new Informer<KubernetesObject>({ apiVersion: 'v1', kind: 'ConfigMap', plural: 'configmaps', namespace: ns }, () => undefined, {
+        rest,
+        log: createLogger('warn'),
+        staleMs: 60_000,
+        pageSize: 2,
+      });
+      await informer.start();
+      // 5 ConfigMaps and the namespace's kube-root-ca.crt: three pages of two.
+      const lists = gets.length;
+      expect(lists).toBe(3);
+      expect(informer.list().map((c) => c.metadata?.name).filter((n) => n?.startsWith('page-')).sort()).toEqual(['page-0', 'page-1', 'page-2', 'page-3', 'page-4']);
+      // The watch resumes from the paged list's resourceVersion: a change after it arrives.
+      await rest.request('DELETE', `${path}/page-0`);
+      await eventually('the informer saw page-0 deleted', async () => !informer.get(ns, 'page-0'));
+      informer.stop();
     } finally {
       rest.close();
     }

@@ -21,6 +21,9 @@ class MemoryCache<T extends KubernetesObject> implements CacheReader<T> {
   put(obj: T): void {
     this.objects.set(`${obj.metadata?.namespace}/${obj.metadata?.name}`, obj);
   }
+  delete(obj: T): void {
+    this.objects.delete(`${obj.metadata?.namespace}/${obj.metadata?.name}`);
+  }
   get(namespace: string | undefined, name: string): T | undefined {
     return this.objects.get(`${namespace}/${name}`);
   }
@@ -161,6 +164,32 @@ describe('Reconciler', () => {
     expect(events).toEqual([{ reason: 'NameConflict', message: expect.stringContaining('Deployment ns/example-deployment already exists') }]);
     const status = client.calls.find((c) => c.verb === 'patchStatus')!.body as { conditions: Array<{ type: string; status: string; reason: string }> };
     expect(status.conditions.find((c) => c.type === 'Degraded')).toMatchObject({ status: 'True', reason: 'NameConflict' });
+  });
+
+  test('the objects blocking a CR are told to the conflict tracker at each reconcile, none once it is not blocked', async () => {
+    const observed: string[][] = [];
+    const tracked = new Reconciler({
+      kinds: new Map([[SAMPLE_KIND.kind, SAMPLE_KIND]]),
+      crs: new Map([[SAMPLE_KIND.kind, crs]]),
+      deployments,
+      services,
+      pods,
+      replicaSets: new MemoryCache<V1ReplicaSet>({ [OWNER_INDEX]: ownerIndex }),
+      rest: client,
+      events: { record: async () => undefined },
+      fieldManager: MANAGER,
+      log: createLogger('warn', { write: () => undefined }),
+      now: () => NOW,
+      conflicts: { observe: (k, blockers) => void observed.push([k, ...blockers.map((b) => `${b.kind} ${b.metadata?.namespace}/${b.metadata?.name}`)]) },
+    });
+    const [deployment] = render(SAMPLE_KIND, cr(1)).map((o) => liveChild(o, 'someone-else'));
+    deployments.put(deployment as V1Deployment);
+    crs.put(cr(1));
+    await expect(tracked.reconcile(key)).rejects.toBeInstanceOf(ReconcileError);
+    expect(observed).toEqual([[key, 'Deployment ns/example-deployment']]);
+    deployments.delete(deployment as V1Deployment);
+    await tracked.reconcile(key);
+    expect(observed.at(-1)).toEqual([key]);
   });
 
   test('a child the CR controls that render() no longer gives is pruned', async () => {
