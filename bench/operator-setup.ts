@@ -54,6 +54,6 @@ export async function setUpOperator(cp: ControlPlane): Promise<OperatorSetup> {
   await garbageCollectorWatches(rest);
   const kubeconfig = await cp.serviceAccountKubeconfig(OPERATOR_NS, 'appkind-operator');
   const port = await freePort();
-  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, KUBECONFIG: kubeconfig, APPKIND_METRICS_PORT: String(port), APPKIND_HEALTH_PORT: String(port), APPKIND_LOG_LEVEL: 'warn' };
+  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, KUBECONFIG: kubeconfig, APPKIND_METRICS_PORT: String(port), APPKIND_HEALTH_PORT: String(port), APPKIND_METRICS_SECURE: 'false', APPKIND_LOG_LEVEL: 'warn' };
   return { rest, port, env };
 }
