@@ -15,6 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generate } from 'selfsigned';
 import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { MetricsAuthorizer, type ReviewClient } from '../../operator/runtime/metrics-auth.js';
 import { RestClient } from '../../operator/runtime/rest.js';
 import { applyManifests } from '../../tools/controlplane/apply.js';
 import { requestServiceAccountToken } from '../../tools/controlplane/serviceaccount.js';
@@ -262,5 +263,66 @@ describe('/metrics with a mounted certificate (APPKIND_METRICS_CERT_DIR)', () =>
     expect(op).toBeInstanceOf(Error);
     expect(String(op)).toContain('exit code 2');
     expect(String(op)).toContain('APPKIND_METRICS_CERT_DIR');
+  });
+});
+
+describe("the review caches (MetricsAuthorizer in this process, its reviews sent to the API server as the operator's identity)", () => {
+  /** A client of the operator's ServiceAccount that records the path of each review it sends. */
+  async function reviewer(): Promise<{ client: ReviewClient; sent: string[]; close: () => void }> {
+    const kubeconfig = new KubeConfig();
+    kubeconfig.loadFromFile(await sharedServiceAccountKubeconfig(ns, operatorName));
+    const rest = new RestClient(kubeconfig);
+    const sent: string[] = [];
+    const client: ReviewClient = {
+      request: <T>(method: string, path: string, opts?: { body?: unknown }) => {
+        sent.push(path.split('/').pop()!);
+        return rest.request<T>(method, path, opts);
+      },
+    };
+    return { client, sent, close: () => rest.close() };
+  }
+  const count = (sent: string[]) => ({ tokenreviews: sent.filter((p) => p === 'tokenreviews').length, subjectaccessreviews: sent.filter((p) => p === 'subjectaccessreviews').length });
+
+  test("controller-runtime's lifetimes: a token's review 1 min, an allowed decision 5 min, a denied one 30 s", async () => {
+    const { client, sent, close } = await reviewer();
+    let clock = Date.now();
+    const auth = new MetricsAuthorizer(client, { now: () => clock });
+    const bearer = (t: string) => `Bearer ${t}`;
+    try {
+      expect(await auth.decide(bearer(scraperToken), 'GET', '/metrics')).toMatchObject({ allowed: true });
+      expect(await auth.decide(bearer(scraperToken), 'GET', '/metrics')).toMatchObject({ allowed: true });
+      expect(count(sent)).toEqual({ tokenreviews: 1, subjectaccessreviews: 1 });
+      clock += 61_000; // the token's review expired, the allowed decision not
+      expect(await auth.decide(bearer(scraperToken), 'GET', '/metrics')).toMatchObject({ allowed: true });
+      expect(count(sent)).toEqual({ tokenreviews: 2, subjectaccessreviews: 1 });
+      clock += 300_000; // both expired
+      expect(await auth.decide(bearer(scraperToken), 'GET', '/metrics')).toMatchObject({ allowed: true });
+      expect(count(sent)).toEqual({ tokenreviews: 3, subjectaccessreviews: 2 });
+
+      sent.length = 0;
+      expect(await auth.decide(bearer(strangerToken), 'GET', '/metrics')).toMatchObject({ allowed: false, status: 403 });
+      clock += 29_000;
+      expect(await auth.decide(bearer(strangerToken), 'GET', '/metrics')).toMatchObject({ allowed: false, status: 403 });
+      expect(count(sent)).toEqual({ tokenreviews: 1, subjectaccessreviews: 1 });
+      clock += 2_000; // the denial expired (30 s), the token's review not (1 min)
+      expect(await auth.decide(bearer(strangerToken), 'GET', '/metrics')).toMatchObject({ allowed: false, status: 403 });
+      expect(count(sent)).toEqual({ tokenreviews: 1, subjectaccessreviews: 2 });
+    } finally {
+      close();
+    }
+  });
+
+  test('random tokens cannot grow memory: each is reviewed and refused with 401, and at most maxEntries answers are kept', async () => {
+    const { client, sent, close } = await reviewer();
+    const auth = new MetricsAuthorizer(client, { maxEntries: 8 });
+    try {
+      for (let i = 0; i < 20; i++) {
+        expect(await auth.decide(`Bearer ${randomBytes(24).toString('base64url')}`, 'GET', '/metrics')).toMatchObject({ allowed: false, status: 401 });
+      }
+      expect(count(sent)).toEqual({ tokenreviews: 20, subjectaccessreviews: 0 });
+      expect(auth.cached).toEqual({ tokens: 8, decisions: 0 });
+    } finally {
+      close();
+    }
   });
 });
