@@ -2,6 +2,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AuditEvent } from '../tools/controlplane/audit.js';
+import { charts } from './charts.js';
 
 /** `verb resource[/subresource]` -> requests. */
 export type RequestCounts = Record<string, number>;
@@ -435,7 +436,8 @@ export const REPORT_END = '<!-- bench:end -->';
 
 /**
  * Writes bench/results.json, keeping the runs of other N from the file (each run records its own
- * date, command, code and load), and replaces the tables between the markers of docs/benchmark.md.
+ * date, command, code and load), and replaces the tables between the markers of docs/benchmark.md
+ * and the charts beside them (docs/benchmark-*.svg, charts.ts).
  */
 export function writeResults(root: string, fresh: BenchResults): BenchResults {
   const path = join(root, 'bench', 'results.json');
@@ -461,5 +463,6 @@ export function writeResults(root: string, fresh: BenchResults): BenchResults {
     return results;
   }
   writeFileSync(reportPath, `${report.slice(0, start + REPORT_START.length)}\n${table(results)}\n${report.slice(end)}`);
+  for (const [name, svg] of Object.entries(charts(results))) writeFileSync(join(root, 'docs', name), svg);
   return results;
 }
