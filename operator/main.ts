@@ -74,7 +74,11 @@ function watchKindsFile(settings: OperatorSettings, operator: Operator, metrics:
 async function run(settings: OperatorSettings, log: Logger): Promise<void> {
   const kc = await loadKubeAccess();
   const metrics = new OperatorMetrics();
-  const operator = new Operator(kc, settings, log, metrics);
+  const identity = settings.identity ?? `${hostname()}_${process.pid}`;
+  // The identity in every request's User-Agent: audit logs tell the replicas of one ServiceAccount apart.
+  const operator = new Operator(kc, settings, log, metrics, {
+    userAgent: `appkind-operator (${process.platform}/${process.arch}) ${identity}`,
+  });
   const servers = await startProbeServers({
     metricsPort: settings.metricsPort,
     healthPort: settings.healthPort,
@@ -93,13 +97,16 @@ async function run(settings: OperatorSettings, log: Logger): Promise<void> {
     ? new LeaderElector(operator.rest, {
         namespace: leaseNamespace(settings),
         name: settings.leaseName,
-        identity: settings.identity ?? `${hostname()}_${process.pid}`,
+        identity,
         leaseDurationSeconds: settings.leaseDurationSeconds,
         renewDeadlineSeconds: settings.renewDeadlineSeconds,
         retryPeriodSeconds: settings.retryPeriodSeconds,
         log,
       })
     : undefined;
+
+  // With leader election, only a leader within its renew deadline writes (checked at each write).
+  if (elector) operator.rest.fenceWrites(() => elector.mayWrite());
 
   let stopping = false;
   const shutdown = async (signal: string, code: number) => {
@@ -136,11 +143,11 @@ async function run(settings: OperatorSettings, log: Logger): Promise<void> {
       log.info('became leader', { lease: settings.leaseName });
       operator.startWorkers();
     },
-    // Like controller-runtime: a replica that lost the lease exits and is restarted as a standby.
+    // Like controller-runtime: a replica that lost the lease exits at once, without draining (its
+    // writes are fenced already), and is restarted as a standby. Another replica may lead by now.
     onStoppedLeading: () => {
-      metrics.leader(settings.leaseName, false);
       log.error('lost leadership; exiting');
-      void shutdown('leader-lost', 1);
+      process.exit(1);
     },
     onNewLeader: (identity) => log.info('leader is', { identity }),
   });

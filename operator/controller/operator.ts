@@ -84,10 +84,15 @@ export class Operator {
     private readonly settings: OperatorSettings,
     private readonly log: Logger,
     metrics: OperatorMetrics,
+    /** `userAgent`: the User-Agent of every request (default none). */
+    client: { userAgent?: string } = {},
   ) {
     this.kinds = new Map(settings.kinds.map((k) => [k.kind, k]));
     const onThrottled = (method: string, code: number) => metrics.throttled(method, code);
-    const rest = (this.rest = new RestClient(kc, (verb, code) => metrics.apiRequest(verb, code), { onThrottled }));
+    const rest = (this.rest = new RestClient(kc, (verb, code) => metrics.apiRequest(verb, code), {
+      onThrottled,
+      userAgent: client.userAgent,
+    }));
     const expectations = new Expectations();
     // Children keep our own apply entry of managedFields: what we own, to release what render() stops giving.
     const children = { transform: withOwnManagedFields(settings.fieldManager), indexers: { [OWNER_INDEX]: ownerIndex } };
