@@ -43,6 +43,10 @@ export interface OperatorRun extends FloorRun {
    * every CR shows the rollout (Ready back to True after the restart) and runs the new image.
    */
   readonly rollout?: { readonly seconds: number; readonly image: string; readonly operatorCpuSeconds: number; readonly apiserverCpuSeconds: number };
+  /** From the operator process's spawn until /readyz passed (every cache synced). */
+  readonly startSeconds?: number;
+  /** --unrelated: the Deployments and Services of no CR created before the operator started, and how long that took. */
+  readonly unrelated?: { readonly count: number; readonly createdSeconds: number };
   readonly exitCode?: number | null;
 }
 
@@ -79,6 +83,8 @@ export interface BenchSettings {
   /** The kind's new default image the operator is restarted with for the rollout phase; none when skipped. */
   readonly rolloutImage?: string;
   readonly operator: { readonly workers: number; readonly statusIntervalMs: number };
+  /** --unrelated K: the operator also ran with K unrelated Deployments and K Services in other namespaces. */
+  readonly unrelated?: number;
 }
 
 export interface BenchRun {
@@ -92,9 +98,13 @@ export interface BenchRun {
   /** 1-, 5- and 15-minute load averages before the floor and after the operator run. */
   readonly loadAverage: { readonly start: number[]; readonly after: number[] };
   readonly floor: FloorRun;
+  /** The CR floor (issue 25 item 1; absent with --no-cr-floor): a plain client doing what any CR-based operator must. */
+  readonly crFloor?: FloorRun;
   readonly operator: OperatorRun;
   /** With --go: the Go reference operator, after the operator. */
   readonly goOperator?: GoOperatorRun;
+  /** With --unrelated K: the operator's run again (no rollout) with K unrelated Deployments and Services. */
+  readonly withUnrelated?: OperatorRun;
   /** With --repeat K (K > 1): every repetition, oldest first; floor, operator and ratios above are the last one's. */
   readonly repetitions?: Repetition[];
   /** With --repeat K (K > 1): the median and range of each ratio over the repetitions. */
@@ -105,6 +115,13 @@ export interface BenchRun {
     /** CPU of every process of the run (control plane, operator, bench) over create and scale. */
     readonly allCpu?: number;
     readonly go?: { readonly create: number; readonly scale: number; readonly apiserverCpu: number; readonly allCpu?: number };
+    /** operator / CR floor of the same run. */
+    readonly crFloor?: { readonly create: number; readonly scale: number; readonly apiserverCpu: number; readonly allCpu?: number };
+    /** With --unrelated: the operator's run with the unrelated objects over the run without (same code, same N). */
+    readonly unrelated?: {
+      readonly rssIdle: number; readonly rssPeak: number; readonly cpu: number; readonly start: number;
+      readonly editP50: number; readonly editP99: number; readonly create: number; readonly scale: number;
+    };
   };
 }
 
@@ -222,6 +239,10 @@ function ratioCell(run: BenchRun, name: RatioName, go = false): string {
   return `**${dash(single)}**`;
 }
 
+/** Status patches (`patch <plural>/status`) per CR in one phase's request counts. */
+const statusPatches = (counts: RequestCounts, n: number) =>
+  ratioOf(Object.entries(counts).filter(([what]) => what.startsWith('patch ') && what.endsWith('/status')).reduce((t, [, c]) => t + c, 0), n);
+
 /** Seconds in the tables: the run's own, or with --repeat the median over the repetitions. */
 function secs(run: BenchRun, pick: (p: Repetition) => number | undefined): string {
   const values = (run.repetitions ?? [repetitionOf(run)]).map(pick).filter((v): v is number => v !== undefined);
@@ -330,6 +351,44 @@ export function table(r: BenchResults): string {
       }
     }
   }
+  const withCrFloor = r.runs.filter((run) => run.crFloor && run.ratios.crFloor);
+  if (withCrFloor.length) {
+    lines.push(
+      '',
+      'Against the **CR floor** (a plain client on its own fresh control plane creating the CRs, applying render()\'s children with the operator\'s ownerReference and patching each CR\'s status once per phase with computeStatus\'s result as soon as its Deployment is ready): operator / CR floor beside operator / floor, same run; and the writes per app by every client:',
+      '',
+      '| N | create: CR floor / operator | ratio (raw floor) | scale +1: CR floor / operator | ratio (raw floor) | kube-apiserver CPU: CR floor / operator | ratio (raw floor) | all processes\' CPU ratio (raw floor) | writes per app created: floor / CR floor / operator | scaled: floor / CR floor / operator | CR floor\'s status patches per CR, create / scale |',
+      '|---|---|---|---|---|---|---|---|---|---|---|',
+    );
+    for (const run of withCrFloor) {
+      const c = run.crFloor!;
+      const o = run.operator;
+      const q = run.ratios.crFloor!;
+      const w = (x: FloorRun, p: 'create' | 'scale') => x.writesPerApp?.[p] ?? '-';
+      lines.push(`| ${run.n} | ${c.createSeconds} s / ${o.createSeconds} s | **${q.create}** (${run.ratios.create}) | ${c.scaleSeconds} s / ${o.scaleSeconds} s | **${q.scale}** (${run.ratios.scale}) | ` +
+        `${c.apiserverCpuSeconds} s / ${o.apiserverCpuSeconds} s | **${q.apiserverCpu}** (${run.ratios.apiserverCpu}) | **${q.allCpu ?? '-'}** (${run.ratios.allCpu ?? '-'}) | ` +
+        `${w(run.floor, 'create')} / ${w(c, 'create')} / ${w(o, 'create')} | ${w(run.floor, 'scale')} / ${w(c, 'scale')} / ${w(o, 'scale')} | ` +
+        `${statusPatches(c.requests.create, run.n)} / ${statusPatches(c.requests.scale, run.n)} |`);
+    }
+  }
+  const withUnrelated = r.runs.filter((run) => run.withUnrelated && run.ratios.unrelated);
+  if (withUnrelated.length) {
+    lines.push(
+      '',
+      'The operator in a cluster full of other objects (`--unrelated K`): its run again on a fresh control plane that holds K Deployments and K Services of no CR in other namespaces, created before it starts (ratio: with / without them, same code and N):',
+      '',
+      '| N | unrelated objects | start (spawn to ready) | RSS idle | RSS peak | operator CPU (create + scale) | edit latency p50 / p99 | create / scale |',
+      '|---|---|---|---|---|---|---|---|',
+    );
+    for (const run of withUnrelated) {
+      const o = run.operator;
+      const u = run.withUnrelated!;
+      const q = run.ratios.unrelated!;
+      lines.push(`| ${run.n} | ${u.unrelated?.count ?? '-'} Deployments + Services | ${o.startSeconds ?? '-'} s / ${u.startSeconds ?? '-'} s (**${q.start}**) | ` +
+        `${o.rssMiB.idle} / ${u.rssMiB.idle} MiB (**${q.rssIdle}**) | ${o.rssMiB.peak} / ${u.rssMiB.peak} MiB (**${q.rssPeak}**) | ${o.cpuSeconds} s / ${u.cpuSeconds} s (**${q.cpu}**) | ` +
+        `${o.editLatencyMs.p50} / ${o.editLatencyMs.p99} ms; ${u.editLatencyMs.p50} / ${u.editLatencyMs.p99} ms (**${q.editP50}** / **${q.editP99}**) | ${q.create} / ${q.scale} |`);
+    }
+  }
   lines.push(
     '',
     '| N | run (UTC) | command | code | load average before / after (1, 5, 15 min) | settings |',
@@ -339,7 +398,7 @@ export function table(r: BenchResults): string {
     const s = run.settings;
     lines.push(`| ${run.n} | ${run.date.slice(0, 16).replace('T', ' ')} | \`${run.command}\` | ${run.commit} | ${run.loadAverage.start.join(' ')} / ${run.loadAverage.after.join(' ')} | ` +
       `size ${s.size} scaled to ${s.size + 1}, ${s.concurrency} in flight, ${s.edits} edits, WORKERS=${s.operator.workers}, STATUS_INTERVAL_MS=${s.operator.statusIntervalMs}` +
-      `${s.rolloutImage ? `, rollout to ${s.rolloutImage}` : ', no rollout'}${s.repeat ? `, ${s.repeat} repetitions` : ''}${run.goOperator ? ', with --go' : ''} |`);
+      `${s.rolloutImage ? `, rollout to ${s.rolloutImage}` : ', no rollout'}${s.repeat ? `, ${s.repeat} repetitions` : ''}${run.goOperator ? ', with --go' : ''}${s.unrelated ? `, --unrelated ${s.unrelated}` : ''} |`);
   }
   return lines.join('\n');
 }

@@ -8,14 +8,16 @@
 // With --go, last, a controller-runtime (Go) reference operator (bench/go-operator/) on a third fresh
 // control plane, create and scale, checked to apply render()'s very objects.
 // Writes bench/results.json and the tables of docs/benchmark.md. Usage: npm run bench [-- --n 1000] [--growth]
-// [--2500] [--edits 200] [--steady 60] [--no-rollout] [--go] [--repeat K] [--profile <dir>]
+// [--2500] [--edits 200] [--steady 60] [--no-rollout] [--go] [--repeat K] [--profile <dir>] [--unrelated 5000]
 // The operator's own settings (APPKIND_WORKERS, APPKIND_STATUS_INTERVAL_MS) pass through from the environment.
-import { KubeConfig, type KubernetesObject, type V1Deployment } from '@kubernetes/client-node';
+import { KubeConfig, type KubernetesObject, type V1Deployment, type V1Pod, type V1Service } from '@kubernetes/client-node';
+import { ContainerApp } from 'cdk8s-appkind';
 import { execFileSync, spawn } from 'node:child_process';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { render, type AppResource } from 'appkind-operator/kinds';
-import { RestClient } from 'appkind-operator/runtime';
+import { appPropsFor, render, type AppResource, type KubeObject } from 'appkind-operator/kinds';
+import { createLogger, Informer, RestClient } from 'appkind-operator/runtime';
+import { computeStatus, type AppStatus } from '../operator/controller/status.js';
 import { DEFAULT_STATUS_INTERVAL_MS, DEFAULT_WORKERS, withPrefixedSettings } from 'appkind-operator/settings';
 
 import type { AuditEvent } from '../tools/controlplane/audit.js';
@@ -60,10 +62,15 @@ const USAGE = `Usage: npm run bench [-- options]
                       control planes) and report the median and range of each ratio: runs of the
                       same code on these shared machines differ by up to a third
   --profile <dir>     operator --cpu-prof, kube-apiserver pprof and /metrics per phase into <dir>
+  --no-cr-floor       skip the CR floor (a plain client doing the least any CR-based operator must, on
+                      its own fresh control plane, after the raw floor)
+  --unrelated K       then the operator's run again on a fresh control plane holding K Deployments
+                      (0 replicas) and K Services of no CR in other namespaces, created before the
+                      operator starts: its RSS, CPU, start time and edit latency with and without them
 Writes bench/results.json and the tables of docs/benchmark.md.`;
 
-const FLAGS_WITH_VALUE = ['--n', '--size', '--concurrency', '--edits', '--steady', '--repeat', '--profile'];
-const FLAGS = ['--growth', '--2500', '--no-rollout', '--go', '--help', '-h'];
+const FLAGS_WITH_VALUE = ['--n', '--size', '--concurrency', '--edits', '--steady', '--repeat', '--profile', '--unrelated'];
+const FLAGS = ['--growth', '--2500', '--no-rollout', '--no-cr-floor', '--go', '--help', '-h'];
 
 function args(argv: string[]) {
   if (argv.includes('--help') || argv.includes('-h')) {
@@ -87,6 +94,7 @@ function args(argv: string[]) {
     edits: Number(value('--edits') ?? 200),
     steadySeconds: Number(value('--steady') ?? 60),
     repeat: Number(value('--repeat') ?? 1),
+    unrelated: Number(value('--unrelated') ?? 0),
   };
   for (const n of [...ns, ...Object.values(settings)]) {
     if (!Number.isInteger(n) || n < 0) throw new Error(`bench: bad argument in ${argv.join(' ')}`);
@@ -96,7 +104,7 @@ function args(argv: string[]) {
   const profile = value('--profile');
   if (argv.includes('--profile') && !profile) throw new Error('bench: --profile needs a directory');
   // The rollout phase replaces every pod once more; --no-rollout skips it (the longest runs).
-  return { ns, ...settings, profile, rollout: !argv.includes('--no-rollout'), go: argv.includes('--go') };
+  return { ns, ...settings, profile, rollout: !argv.includes('--no-rollout'), go: argv.includes('--go'), crFloor: !argv.includes('--no-cr-floor') };
 }
 
 type Settings = ReturnType<typeof args>;
@@ -191,6 +199,39 @@ function machineCpu(cp: ControlPlane, operatorPid?: number): () => Record<string
   return cpuMeters(operatorPid ? { ...pids, operator: operatorPid } : pids);
 }
 
+/** Namespaces the unrelated objects are spread over (none of them the CRs'). */
+const UNRELATED_NAMESPACES = 10;
+
+/**
+ * `count` Deployments (0 replicas: no pods, so the cluster's load stays that of the objects) and
+ * `count` ClusterIP Services, of no CR and without the children's label, in namespaces other than
+ * the CRs': what a cluster full of other workloads holds. Created as the admin, 16 in flight.
+ */
+async function createUnrelated(cp: ControlPlane, count: number): Promise<number> {
+  const admin = new RestClient(cp.kubeConfig());
+  const t = performance.now();
+  const nsOf = (i: number) => `unrelated-${i % UNRELATED_NAMESPACES}`;
+  for (let i = 0; i < Math.min(count, UNRELATED_NAMESPACES); i++) await admin.apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: nsOf(i) } }, 'bench');
+  const labels = { app: 'unrelated' };
+  await pool(range(count), 16, async (i) => {
+    const metadata = { name: `unrelated-${i}`, namespace: nsOf(i), labels: { ...labels, index: String(i) } };
+    await admin.request('POST', `/apis/apps/v1/namespaces/${metadata.namespace}/deployments`, {
+      body: {
+        apiVersion: 'apps/v1', kind: 'Deployment', metadata,
+        spec: {
+          replicas: 0, selector: { matchLabels: { ...labels, index: String(i) } },
+          template: { metadata: { labels: { ...labels, index: String(i) } }, spec: { containers: [{ name: 'app', image: 'registry.k8s.io/pause:3.10' }] } },
+        },
+      },
+    });
+    await admin.request('POST', `/api/v1/namespaces/${metadata.namespace}/services`, {
+      body: { apiVersion: 'v1', kind: 'Service', metadata, spec: { selector: { ...labels, index: String(i) }, ports: [{ port: 80 }] } },
+    });
+  });
+  admin.close();
+  return seconds(t);
+}
+
 async function startControlPlane(n: number, s: Settings): Promise<ControlPlane> {
   // Room for the rollout's surge pods (one more per app while its pods are replaced).
   return ControlPlane.start({ auditLog: true, log, pods: n * (s.size + 2), nodePortRange: n > 2700 ? WIDE_NODE_PORTS : undefined, profiling: !!s.profile });
@@ -280,14 +321,160 @@ async function floor(n: number, s: Settings): Promise<FloorRun> {
   }
 }
 
+/** At most `k` of the calls it wraps in flight; the others wait their turn in order. */
+function limiter(k: number): <T>(fn: () => Promise<T>) => Promise<T> {
+  let active = 0;
+  const waiting: (() => void)[] = [];
+  return async <T>(fn: () => Promise<T>): Promise<T> => {
+    if (active >= k) await new Promise<void>((r) => waiting.push(r));
+    active++;
+    try {
+      return await fn();
+    } finally {
+      active--;
+      waiting.shift()?.();
+    }
+  };
+}
+
+/** The children's label: the operator's pod cache selects on it. */
+const CHILD_SELECTOR = `${ContainerApp.MANAGED_BY_LABEL}=${ContainerApp.DEFAULT_MANAGED_BY}`;
+/** The operator's field manager (its default APPKIND_FIELD_MANAGER). */
+const OPERATOR_FIELD_MANAGER = 'appkind-operator';
+
+/**
+ * The CR floor (issue 25 item 1): the least work any CR-based operator makes the control plane do,
+ * at the best latency. On its own fresh control plane, with the operator's CRD, RBAC and identity:
+ * the bench creates the N CRs (then patches their size) at the same concurrency as in the operator's
+ * run; a plain client under the operator's ServiceAccount server-side applies, as each CR's create or
+ * edit is answered, exactly the children render() gives (with the ownerReference the operator sets;
+ * on scale only the Deployment, which is all that changed), at the same concurrency, and patches each
+ * CR's status exactly once per phase with what computeStatus gives, as soon as that app's Deployment
+ * is ready (its one watch on the Deployments; the pod names status lists come from a watch of the
+ * children's pods, as the operator's do). No cache of CRs, no Services watched, no reconcile, no Events.
+ */
+async function crFloor(n: number, s: Settings): Promise<FloorRun> {
+  const cp = await startControlPlane(n, s);
+  try {
+    const { rest, env } = await setUpOperator(cp);
+    const kc = new KubeConfig();
+    kc.loadFromFile(env.KUBECONFIG!);
+    const client = new RestClient(kc);
+    const crs = new Tracker<Resource>(rest, { apiVersion: CR_API, kind: kind.kind, plural: kind.plural, namespace: NS });
+    await crs.start();
+    const quiet = { staleMs: 600_000, log: createLogger('warn'), rest: client };
+    /** Each app's CR as the last create or patch answered, and its Service as applied (NodePort). */
+    const crOfApp = new Map<number, Resource & AppResource>();
+    const serviceOfApp = new Map<number, V1Service>();
+    /** The status written in this phase (computeStatus's previous in the next). */
+    const written = new Map<number, AppStatus>();
+    let phase = { size: s.size, patched: new Set<number>() };
+    const statusWrites: Promise<unknown>[] = [];
+    const appOf = (name: string | undefined, suffix: string) => {
+      const m = name ? new RegExp(`^app-(\\d+)${suffix}$`).exec(name) : null;
+      return m ? Number(m[1]) : undefined;
+    };
+    const pods = new Informer<V1Pod>({ apiVersion: 'v1', kind: 'Pod', plural: 'pods', namespace: NS, labelSelector: CHILD_SELECTOR }, (_t, pod) => {
+      const i = appOf(pod.metadata?.labels?.[ContainerApp.INSTANCE_LABEL], '');
+      if (i !== undefined) check(i);
+    }, quiet);
+    const deployments = new Informer<V1Deployment>({ apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments', namespace: NS }, (_t, d) => {
+      const i = appOf(d.metadata?.name, '-deployment');
+      if (i !== undefined) check(i);
+    }, quiet);
+    /** The app's status patch of this phase, once its Deployment is ready and its pods are all seen. */
+    const check = (i: number) => {
+      const { size, patched } = phase;
+      const cr = crOfApp.get(i);
+      const d = deployments.get(NS, `app-${i}-deployment`);
+      if (patched.has(i) || !cr || cr.spec?.size !== size || !d || !deploymentReady(size)(d)) return;
+      const own = pods.list().filter((p) => p.metadata?.labels?.[ContainerApp.INSTANCE_LABEL] === `app-${i}` && !p.metadata?.deletionTimestamp);
+      const props = appPropsFor(kind, cr);
+      const status = computeStatus({
+        size, generation: cr.metadata?.generation, selectorLabels: ContainerApp.selectorLabelsOf(props.name!, props.appName!),
+        deployment: d, service: serviceOfApp.get(i), pods: own, previous: written.get(i), now: new Date(),
+      });
+      if (status.nodes.length !== size || status.conditions.find((c) => c.type === 'Ready')?.status !== 'True') return;
+      patched.add(i);
+      written.set(i, status);
+      statusWrites.push(client.patchStatus(cr, status));
+    };
+    await pods.start();
+    await deployments.start();
+    const owned = (obj: KubeObject, cr: Resource): KubeObject => ({
+      ...obj,
+      metadata: { ...obj.metadata, namespace: NS, ownerReferences: [{ apiVersion: CR_API, kind: kind.kind, name: cr.metadata!.name!, uid: cr.metadata!.uid!, controller: true, blockOwnerDeletion: true }] },
+    }) as KubeObject;
+    const children = limiter(s.concurrency);
+    const applyChildren = async (i: number, cr: Resource & AppResource, only?: string) => {
+      const objects = render(kind, cr).filter((o) => !only || o.kind === only);
+      await Promise.all(objects.map(async (o) => {
+        const live = await client.apply(owned(o, cr), OPERATOR_FIELD_MANAGER);
+        if (o.kind === 'Service') serviceOfApp.set(i, live as V1Service);
+      }));
+      check(i);
+    };
+
+    const apiserverCpu = cpuMeter(cp.pids()['kube-apiserver']!);
+    const allCpu = machineCpu(cp);
+    const at = () => new Date().toISOString();
+    log(`bench: CR floor N=${n}: create`);
+    const tCreateIso = at();
+    const tCreate = performance.now();
+    const applied: Promise<unknown>[] = [];
+    await pool(range(n), s.concurrency, async (i) => {
+      const cr = await rest.apply(crOf(i, s.size), 'bench') as Resource & AppResource;
+      crOfApp.set(i, cr);
+      applied.push(children(() => applyChildren(i, cr)));
+    });
+    const createSent = seconds(tCreate);
+    await Promise.all(applied);
+    await crs.waitFor(`CR floor: ${n} CRs converged`, n, crConverged(s.size), 1_800_000);
+    const createSeconds = seconds(tCreate);
+
+    log(`bench: CR floor N=${n}: scale`);
+    phase = { size: s.size + 1, patched: new Set() };
+    const tScaleIso = at();
+    const tScale = performance.now();
+    applied.length = 0;
+    await pool(range(n), s.concurrency, async (i) => {
+      const cr = await patchSize(rest, i, s.size + 1) as Resource & AppResource;
+      crOfApp.set(i, cr);
+      applied.push(children(() => applyChildren(i, cr, 'Deployment')));
+    });
+    const scaleSent = seconds(tScale);
+    await Promise.all(applied);
+    await crs.waitFor(`CR floor: ${n} CRs scaled`, n, crConverged(s.size + 1), 1_800_000);
+    const scaleSeconds = seconds(tScale);
+    const apiserverCpuSeconds = apiserverCpu();
+    const cpuSecondsByProcess = allCpu();
+    const tEndIso = at();
+    await Promise.all(statusWrites);
+    crs.stop();
+    pods.stop();
+    deployments.stop();
+    client.close();
+    rest.close();
+    const audit = await cp.readAuditLog();
+    return {
+      createSeconds, scaleSeconds, apiserverCpuSeconds, cpuSecondsByProcess,
+      sentSeconds: { create: createSent, scale: scaleSent },
+      requests: { create: requests(audit, OPERATOR_USER, tCreateIso, tScaleIso), scale: requests(audit, OPERATOR_USER, tScaleIso, tEndIso) },
+      writesPerApp: { create: writesPerApp(audit, n, tCreateIso, tScaleIso), scale: writesPerApp(audit, n, tScaleIso, tEndIso) },
+    };
+  } finally {
+    await cp.stop();
+  }
+}
+
 function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return NaN;
   return Math.round(sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]! * 10) / 10;
 }
 
-async function operator(n: number, s: Settings): Promise<OperatorRun> {
+async function operator(n: number, s: Settings, unrelated = 0): Promise<OperatorRun> {
   let exitCode: number | null | undefined;
-  const run = await operatorRun(n, s, (code) => (exitCode = code));
+  const run = await operatorRun(n, s, (code) => (exitCode = code), unrelated);
   return { ...run, exitCode };
 }
 
@@ -315,12 +502,20 @@ async function startOperator(env: NodeJS.ProcessEnv, port: number, s: Settings, 
   return { pid: child.pid!, exited, stop };
 }
 
-async function operatorRun(n: number, s: Settings, onExit: (code: number | null) => void): Promise<OperatorRun> {
+async function operatorRun(n: number, s: Settings, onExit: (code: number | null) => void, unrelated = 0): Promise<OperatorRun> {
   const cp = await startControlPlane(n, s);
   try {
     const { rest, port, env } = await setUpOperator(cp);
     for (const name of ['APPKIND_WORKERS', 'APPKIND_STATUS_INTERVAL_MS', 'APPKIND_LOG_LEVEL']) if (settingsEnv[name]) env[name] = settingsEnv[name];
-    let op = await startOperator(env, port, s, `operator-${n}`);
+    let unrelatedObjects: OperatorRun['unrelated'];
+    if (unrelated > 0) {
+      log(`bench: operator N=${n}: ${unrelated} unrelated Deployments and Services in ${UNRELATED_NAMESPACES} other namespaces`);
+      unrelatedObjects = { count: unrelated, createdSeconds: await createUnrelated(cp, unrelated) };
+    }
+    // Start: from the process's spawn until /readyz passes (every cache synced).
+    const tStart = performance.now();
+    let op = await startOperator(env, port, s, `operator-${n}${unrelated ? '-unrelated' : ''}`);
+    const startSeconds = seconds(tStart);
     try {
       const metrics = async () => (await httpGet(`http://127.0.0.1:${port}/metrics`)).body;
       const pid = op.pid;
@@ -431,6 +626,8 @@ async function operatorRun(n: number, s: Settings, onExit: (code: number | null)
         statusPatchesPerCr: { create: statusPatches(create), scale: statusPatches(scale), rollout: rollout ? statusPatches(rolloutRequests) : undefined },
         steadyState: { seconds: s.steadySeconds, writes: sum(steady, isWrite), reconciles: steadyReconciles },
         rollout,
+        startSeconds,
+        ...(unrelatedObjects ? { unrelated: unrelatedObjects } : {}),
         exitCode: undefined,
       };
     } finally {
@@ -498,6 +695,20 @@ async function goOperatorRun(n: number, s: Settings, binary: string): Promise<Go
   }
 }
 
+/** The run with unrelated objects over the one without (issue 25 item 3's goal: each within 1.1). */
+function unrelatedRatios(u: OperatorRun, o: OperatorRun): NonNullable<BenchRun['ratios']['unrelated']> {
+  return {
+    rssIdle: ratioOf(u.rssMiB.idle, o.rssMiB.idle),
+    rssPeak: ratioOf(u.rssMiB.peak, o.rssMiB.peak),
+    cpu: ratioOf(u.cpuSeconds, o.cpuSeconds),
+    start: ratioOf(u.startSeconds ?? NaN, o.startSeconds ?? NaN),
+    editP50: ratioOf(u.editLatencyMs.p50, o.editLatencyMs.p50),
+    editP99: ratioOf(u.editLatencyMs.p99, o.editLatencyMs.p99),
+    create: ratioOf(u.createSeconds, o.createSeconds),
+    scale: ratioOf(u.scaleSeconds, o.scaleSeconds),
+  };
+}
+
 let kubernetes = 'unknown';
 
 const loadAverage = () => loadavg().map((l) => Math.round(l * 100) / 100);
@@ -517,6 +728,7 @@ async function main(): Promise<void> {
     steadySeconds: s.steadySeconds,
     ...(s.repeat > 1 ? { repeat: s.repeat } : {}),
     rolloutImage: s.rollout ? ROLLOUT_IMAGE : undefined,
+    ...(s.unrelated > 0 ? { unrelated: s.unrelated } : {}),
     operator: {
       workers: Number(settingsEnv.APPKIND_WORKERS || DEFAULT_WORKERS),
       statusIntervalMs: Number(settingsEnv.APPKIND_STATUS_INTERVAL_MS || DEFAULT_STATUS_INTERVAL_MS),
@@ -552,9 +764,14 @@ async function benchRun(n: number, s: Settings, how: Pick<BenchRun, 'command' | 
   const start = loadAverage();
   const f = await floor(n, s);
   log(`bench: floor N=${n}: create ${f.createSeconds} s (all sent after ${f.sentSeconds?.create} s), scale ${f.scaleSeconds} s (sent after ${f.sentSeconds?.scale} s), rollout ${f.rolloutSeconds ?? '-'} s`);
+  const c = s.crFloor ? await crFloor(n, s) : undefined;
+  if (c) log(`bench: CR floor N=${n}: create ${c.createSeconds} s (all sent after ${c.sentSeconds?.create} s), scale ${c.scaleSeconds} s (sent after ${c.sentSeconds?.scale} s)`);
   const o = await operator(n, s);
   log(`bench: operator N=${n}: create ${o.createSeconds} s (all sent after ${o.sentSeconds?.create} s), scale ${o.scaleSeconds} s (sent after ${o.sentSeconds?.scale} s), rollout ${o.rollout?.seconds ?? '-'} s`);
   const g = goBinary ? await goOperatorRun(n, s, goBinary) : undefined;
+  // --unrelated: the operator's run again (no rollout), on a control plane full of objects not its own.
+  const u = s.unrelated > 0 ? await operator(n, { ...s, rollout: false }, s.unrelated) : undefined;
+  if (u) log(`bench: operator N=${n} with ${s.unrelated} unrelated: start ${u.startSeconds} s, create ${u.createSeconds} s, scale ${u.scaleSeconds} s, RSS idle ${u.rssMiB.idle} / peak ${u.rssMiB.peak} MiB`);
   if (g) log(`bench: Go operator N=${n}: create ${g.createSeconds} s, scale ${g.scaleSeconds} s`);
   const allCpu = (run: { cpuSecondsByProcess?: Record<string, number> }) =>
     run.cpuSecondsByProcess?.total && f.cpuSecondsByProcess?.total ? ratioOf(run.cpuSecondsByProcess.total, f.cpuSecondsByProcess.total) : undefined;
@@ -564,10 +781,19 @@ async function benchRun(n: number, s: Settings, how: Pick<BenchRun, 'command' | 
     apiserverCpu: ratioOf(o.apiserverCpuSeconds, f.apiserverCpuSeconds),
     allCpu: allCpu(o),
     ...(g ? { go: { create: ratioOf(g.createSeconds, f.createSeconds), scale: ratioOf(g.scaleSeconds, f.scaleSeconds), apiserverCpu: ratioOf(g.apiserverCpuSeconds, f.apiserverCpuSeconds), allCpu: allCpu(g) } } : {}),
+    ...(u ? { unrelated: unrelatedRatios(u, o) } : {}),
+    ...(c ? {
+      crFloor: {
+        create: ratioOf(o.createSeconds, c.createSeconds), scale: ratioOf(o.scaleSeconds, c.scaleSeconds),
+        apiserverCpu: ratioOf(o.apiserverCpuSeconds, c.apiserverCpuSeconds),
+        allCpu: o.cpuSecondsByProcess?.total && c.cpuSecondsByProcess?.total ? ratioOf(o.cpuSecondsByProcess.total, c.cpuSecondsByProcess.total) : undefined,
+      },
+    } : {}),
   };
   log(`bench: N=${n}: ratios create ${ratios.create}, scale ${ratios.scale}, kube-apiserver CPU ${ratios.apiserverCpu}, all processes' CPU ${ratios.allCpu}`);
+  if (ratios.crFloor) log(`bench: N=${n}: operator / CR floor: create ${ratios.crFloor.create}, scale ${ratios.crFloor.scale}, kube-apiserver CPU ${ratios.crFloor.apiserverCpu}, all processes' CPU ${ratios.crFloor.allCpu}`);
   log(`bench: N=${n}: CPU seconds over create and scale, floor ${JSON.stringify(f.cpuSecondsByProcess)}, operator ${JSON.stringify(o.cpuSecondsByProcess)}`);
-  return { n, date, ...how, loadAverage: { start, after: loadAverage() }, floor: f, operator: o, ...(g ? { goOperator: g } : {}), ratios };
+  return { n, date, ...how, loadAverage: { start, after: loadAverage() }, floor: f, ...(c ? { crFloor: c } : {}), operator: o, ...(g ? { goOperator: g } : {}), ...(u ? { withUnrelated: u } : {}), ratios };
 }
 
 main().catch((e: unknown) => {

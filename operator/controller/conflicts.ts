@@ -1,8 +1,8 @@
-// Deployments that take a child's name and are not the CR's (Degraded NameConflict). The Deployment
-// cache holds only Deployments carrying the children's label, so the operator's memory and watch
-// traffic grow with its own Deployments, not with the cluster's; someone else's Deployment that
-// blocks a CR is watched by its name while it blocks one, so that its deletion retries the CR at once
-// instead of at its next backoff retry. (Services are cached namespace-wide, blockers included.)
+// Deployments and Services that take a child's name and are not the CR's (Degraded NameConflict). The
+// caches hold only objects carrying the children's label, so the operator's memory and watch traffic
+// grow with its own objects, not with the cluster's; someone else's object that blocks a CR is
+// watched by its name while it blocks one, so that its deletion retries the CR at once instead of at
+// its next backoff retry.
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { Informer } from '../runtime/informer.js';
 import { Logger } from '../runtime/log.js';
@@ -15,9 +15,9 @@ export interface ConflictTracker {
 }
 
 /** Kinds whose cache is label-selected, so a blocking object of theirs needs a watch of its own. */
-const PLURALS: Record<string, string> = { Deployment: 'deployments' };
+const PLURALS: Record<string, string> = { Deployment: 'deployments', Service: 'services' };
 
-/** `Kind namespace/name` of a Deployment, or undefined for anything else (cached whole, watched there). */
+/** `Kind namespace/name` of a Deployment or Service, or undefined for anything else. */
 function idOf(obj: KubernetesObject): string | undefined {
   const { apiVersion, kind, metadata } = obj;
   if (!apiVersion || !kind || !PLURALS[kind] || !metadata?.namespace || !metadata.name) return undefined;

@@ -26,6 +26,7 @@ import {
   statusOnlyChange,
 } from './indexes.js';
 import { ConflictWatches } from './conflicts.js';
+import { NodePortWaits } from './nodeports.js';
 import { CachedResource, CHILD_SELECTOR, controllerOf, Reconciler } from './reconcile.js';
 import { RenderCache } from './render-cache.js';
 import { StatusPacer } from './status-pacer.js';
@@ -38,12 +39,12 @@ import { StatusPacer } from './status-pacer.js';
  */
 const DEPLOYMENTS: WatchSource = { apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments', labelSelector: CHILD_SELECTOR };
 /**
- * Every Service of the watched namespaces (as controller-runtime's Owns() does): a Service of
- * someone else's that gives up a NodePort a Degraded CR asks for retries that CR at once
- * (freedNodePorts; nodeport-wait.test.ts), and a NodePort's holder is found by no field selector.
- * Services change seldom, unlike Deployments, so their watch events stay few.
+ * Our Services: those carrying the children's label, as the Deployments. A Service of someone else's
+ * that takes a child's name is met by the create-only first apply and watched by name while it blocks
+ * a CR (ConflictWatches); one that holds a NodePort a CR asks for is seen by the watch of every Service
+ * that runs only while some CR waits for a port (NodePortWaits).
  */
-const SERVICES: WatchSource = { apiVersion: 'v1', kind: 'Service', plural: 'services' };
+const SERVICES: WatchSource = { apiVersion: 'v1', kind: 'Service', plural: 'services', labelSelector: CHILD_SELECTOR };
 /** Only our pods: status reads nothing else of pods. */
 const OUR_PODS: WatchSource = { apiVersion: 'v1', kind: 'Pod', plural: 'pods', labelSelector: CHILD_SELECTOR };
 /** Our ReplicaSets: which pods belong to a CR's own Deployment. */
@@ -65,6 +66,11 @@ export interface KindChanges {
   readonly changed: string[];
 }
 
+/** A CR asking for a NodePort that is Degraded: its port may be held by a Service not ours. */
+function waitsForNodePort(cr: CachedResource): boolean {
+  return nodePortIndex(cr).length > 0 && !!cr.status?.conditions?.some((c) => c.type === 'Degraded' && c.status === 'True');
+}
+
 /** The CRs of a kind. */
 function crsOf(kind: AppKind): WatchSource {
   return { apiVersion: AppKindCrd.apiVersionOf(kind), kind: kind.kind, plural: kind.plural };
@@ -78,6 +84,7 @@ export class Operator {
   /** The kinds served now, by Kind; setKinds() changes them (the reconciler reads this same map). */
   private readonly kinds: Map<string, AppKind>;
   private readonly conflicts: ConflictWatches;
+  private readonly nodePortWaits: NodePortWaits;
 
   constructor(
     kc: KubeAccess,
@@ -102,6 +109,14 @@ export class Operator {
       this.conflictingWith(this.controller.keys, obj.kind as 'Deployment' | 'Service', obj),
     );
 
+    // CRs waiting for a NodePort held by a Service not ours: retried when a Service gives one up.
+    this.nodePortWaits = new NodePortWaits(
+      watching,
+      (ports) => this.waitingFor(this.controller.keys, ports),
+      (keys) => {
+        for (const key of keys) this.controller.keys.retryNow(key);
+      },
+    );
     this.controller = ControllerBuilder.create('appkind', watching)
       .for<'crs', CachedResource>('crs', settings.kinds.map(crsOf), (keys, e) => this.onCr(keys, e), {
         transform: withoutManagedFields,
@@ -148,6 +163,7 @@ export class Operator {
    */
   private onCr(keys: KeySink, { type, obj, old, source }: WatchEvent<CachedResource>): void {
     const key = refKey(refOf(source.kind, obj));
+    this.nodePortWaits.observe(key, type !== 'delete' && waitsForNodePort(obj));
     if (type === 'update' && statusOnlyChange(old, obj)) keys.addUnlessFailing(key);
     else keys.add(key);
   }
@@ -328,6 +344,7 @@ export class Operator {
   async stop(graceMs: number): Promise<boolean> {
     const finished = await this.controller.stop(graceMs);
     this.conflicts.stop();
+    this.nodePortWaits.stop();
     return finished;
   }
 }

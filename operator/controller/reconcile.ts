@@ -168,9 +168,9 @@ export class Reconciler {
   }
 
   /**
-   * Applies one child unless the live object already holds it. Deployments are cached when they
-   * carry the children's label (ours, or someone's copy of render()'s objects), Services all of the
-   * watched namespaces, so a name the cache lacks is not one of ours: the first apply is create-only,
+   * Applies one child unless the live object already holds it. Deployments and Services are cached
+   * when they carry the children's label (ours, or someone's copy of render()'s objects), so a name
+   * the cache lacks is not one of ours: the first apply is create-only,
    * which leaves someone else's object of that name alone (NameConflict) and needs no read before it.
    * `blockers` gets the child when an object not controlled by `cr` takes its name.
    */
