@@ -26,6 +26,7 @@ import {
   statusOnlyChange,
 } from './indexes.js';
 import { ConflictWatches } from './conflicts.js';
+import { DeletedChildren } from './deleted-children.js';
 import { NodePortWaits } from './nodeports.js';
 import { CachedResource, CHILD_SELECTOR, controllerOf, Reconciler } from './reconcile.js';
 import { RenderCache } from './render-cache.js';
@@ -85,6 +86,8 @@ export class Operator {
   private readonly kinds: Map<string, AppKind>;
   private readonly conflicts: ConflictWatches;
   private readonly nodePortWaits: NodePortWaits;
+  /** Children seen deleted while their CR is still cached (the CR's DELETED event may come after). */
+  private readonly deletedChildren: DeletedChildren;
 
   constructor(
     kc: KubeAccess,
@@ -101,6 +104,7 @@ export class Operator {
       userAgent: client.userAgent,
     }));
     const expectations = new Expectations();
+    const deletedChildren = (this.deletedChildren = new DeletedChildren());
     // Children keep our own apply entry of managedFields: what we own, to release what render() stops giving.
     const children = { transform: withOwnManagedFields(settings.fieldManager), indexers: { [OWNER_INDEX]: ownerIndex } };
     const watching = { rest, log, namespaces: settings.namespaces, staleMs: settings.watchStaleSeconds * 1000, onThrottled };
@@ -145,6 +149,7 @@ export class Operator {
             renders: new RenderCache(),
             pacer: new StatusPacer(settings.statusIntervalMs),
             conflicts: this.conflicts,
+            deletedChildren,
           });
           return (key, log) => reconciler.reconcile(key, log);
         },
@@ -163,6 +168,7 @@ export class Operator {
    */
   private onCr(keys: KeySink, { type, obj, old, source }: WatchEvent<CachedResource>): void {
     const key = refKey(refOf(source.kind, obj));
+    if (type === 'delete') this.deletedChildren.ownerDeleted(obj.metadata.uid);
     this.nodePortWaits.observe(key, type !== 'delete' && waitsForNodePort(obj));
     if (type === 'update' && statusOnlyChange(old, obj)) keys.addUnlessFailing(key);
     else keys.add(key);
@@ -171,6 +177,7 @@ export class Operator {
   /** A Deployment event: its CR, when a change reconcile reads (not each status tick of the controller). */
   private onDeployment(keys: KeySink, { type, obj, old }: WatchEvent<V1Deployment>, expectations: Expectations): void {
     expectations.observed('Deployment', obj);
+    this.deletedChildren.observed('Deployment', obj, type === 'delete');
     if (type !== 'update' || deploymentChanged(old, obj)) this.ownerOf(keys, obj);
     if (type === 'delete') this.conflictingWith(keys, 'Deployment', obj);
   }
@@ -178,6 +185,7 @@ export class Operator {
   /** A Service event: its CR, and the CRs waiting for a NodePort it gave up. */
   private onService(keys: KeySink, { type, obj, old }: WatchEvent<V1Service>, expectations: Expectations): void {
     expectations.observed('Service', obj);
+    this.deletedChildren.observed('Service', obj, type === 'delete');
     this.ownerOf(keys, obj);
     this.waitingFor(keys, freedNodePorts(type, obj, old));
     if (type === 'delete') this.conflictingWith(keys, 'Service', obj);
