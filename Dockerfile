@@ -36,6 +36,11 @@ RUN npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund && n
 # and the workspace packages' package.json files the node_modules symlinks resolve to.
 FROM ${NODE_IMAGE}
 ENV NODE_ENV=production
+# V8's young generation at most 2 x 4 MiB (the default lets it grow to 2 x 16 MiB): the operator's
+# peak RSS at N=300 173 -> 142 MiB, no CPU cost measured (docs/benchmark.md, memory by phase). An
+# environment variable rather than a node flag so the bundle's `command` (lib/src/bundle.ts) keeps it;
+# `npm run operator` and the bench pass the same flag (OPERATOR_NODE_OPTIONS in bench/operator-setup.ts).
+ENV NODE_OPTIONS=--max-semi-space-size=4
 WORKDIR /app
 COPY package.json ./
 COPY --from=deps /app/node_modules ./node_modules

@@ -14,7 +14,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ControlPlane } from '../tools/controlplane/controlplane.js';
 import { httpGet, waitFor } from '../tools/controlplane/readiness.js';
-import { memoryMiB } from './proc.js';
+import { cpuSeconds, memoryMiB } from './proc.js';
 import { kind, NS, setUpOperator } from './operator-setup.js';
 import { Tracker } from './tracker.js';
 
@@ -86,6 +86,18 @@ async function main(): Promise<void> {
         timeoutMs: 120_000,
       });
       const readySeconds = Math.round(performance.now() - started) / 1000;
+      // VmHWM is the peak of the sum; sampled every 200 ms, the peaks of its anonymous part (V8's heap,
+      // malloc, stacks) and of its file-backed part (the node binary's pages) say which one peaked.
+      const peaks = { anon: 0, file: 0 };
+      const sampler = setInterval(() => {
+        try {
+          peaks.anon = Math.max(peaks.anon, memoryMiB(pid, 'RssAnon'));
+          peaks.file = Math.max(peaks.file, memoryMiB(pid, 'RssFile'));
+        } catch {
+          // exited
+        }
+      }, 200);
+      sampler.unref();
       const phase = async (name: string) => {
         const m = gauges((await httpGet(`http://127.0.0.1:${port}/metrics`)).body);
         const space = (s: string) => mib(m.get(`nodejs_heap_space_size_used_bytes{space="${s}"}`) ?? NaN);
@@ -93,12 +105,15 @@ async function main(): Promise<void> {
           phase: name,
           'RSS MiB': memoryMiB(pid, 'VmRSS'),
           'peak MiB': memoryMiB(pid, 'VmHWM'),
+          'anon / file MiB': `${memoryMiB(pid, 'RssAnon')} / ${memoryMiB(pid, 'RssFile')}`,
+          'peak anon / file (sampled)': `${Math.max(peaks.anon, memoryMiB(pid, 'RssAnon'))} / ${Math.max(peaks.file, memoryMiB(pid, 'RssFile'))}`,
           'heap used': mib(m.get('nodejs_heap_size_used_bytes') ?? NaN),
           'heap committed': mib(m.get('nodejs_heap_size_total_bytes') ?? NaN),
           'old space': space('old'),
           'code space': space('code'),
           'large objects': space('large_object'),
           external: mib(m.get('nodejs_external_memory_bytes') ?? NaN),
+          'CPU s (since start)': cpuSeconds(pid),
         };
         rows.push(row);
         log(`bench:memory: ${name}: ${JSON.stringify(row)}`);
@@ -140,6 +155,7 @@ async function main(): Promise<void> {
       crs.stop();
       await new Promise((r) => setTimeout(r, settleSeconds * 1000));
       await phase(`${settleSeconds} s later`);
+      clearInterval(sampler);
       rest.close();
     } finally {
       child.kill('SIGTERM');

@@ -17,6 +17,11 @@ import { waitFor } from '../tools/controlplane/readiness.js';
 export const NS = 'bench';
 export const OPERATOR_NS = 'appkind-system';
 export const kind = SAMPLE_KIND;
+/**
+ * The Node options the operator runs with, as the image sets them (Dockerfile, ENV NODE_OPTIONS) and
+ * `npm run operator` passes them (package.json): V8's young generation at most 2 x 4 MiB.
+ */
+export const OPERATOR_NODE_OPTIONS = '--max-semi-space-size=4';
 
 export interface OperatorSetup {
   readonly rest: RestClient;
@@ -54,6 +59,6 @@ export async function setUpOperator(cp: ControlPlane): Promise<OperatorSetup> {
   await garbageCollectorWatches(rest);
   const kubeconfig = await cp.serviceAccountKubeconfig(OPERATOR_NS, 'appkind-operator');
   const port = await freePort();
-  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, KUBECONFIG: kubeconfig, APPKIND_METRICS_PORT: String(port), APPKIND_HEALTH_PORT: String(port), APPKIND_LOG_LEVEL: 'warn' };
+  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, KUBECONFIG: kubeconfig, APPKIND_METRICS_PORT: String(port), APPKIND_HEALTH_PORT: String(port), APPKIND_METRICS_SECURE: 'false', APPKIND_LOG_LEVEL: 'warn', NODE_OPTIONS: OPERATOR_NODE_OPTIONS };
   return { rest, port, env };
 }

@@ -14,8 +14,11 @@ export function cpuSeconds(pid: number): number {
   return (utime + stime) / TICKS_PER_SECOND;
 }
 
-/** A /proc/<pid>/status memory field (VmRSS, VmHWM) in MiB. */
-export function memoryMiB(pid: number, field: 'VmRSS' | 'VmHWM'): number {
+/**
+ * A /proc/<pid>/status memory field in MiB: VmRSS, its peak VmHWM, and its parts RssAnon (heap,
+ * stacks, malloc) and RssFile (file-backed pages: the node binary's code and read-only data).
+ */
+export function memoryMiB(pid: number, field: 'VmRSS' | 'VmHWM' | 'RssAnon' | 'RssFile'): number {
   const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith(`${field}:`));
   return Math.round(Number(line?.split(/\s+/)[1] ?? 0) / 1024);
 }

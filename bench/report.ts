@@ -2,6 +2,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AuditEvent } from '../tools/controlplane/audit.js';
+import { charts } from './charts.js';
 
 /** `verb resource[/subresource]` -> requests. */
 export type RequestCounts = Record<string, number>;
@@ -45,6 +46,8 @@ export interface OperatorRun extends FloorRun {
   readonly rollout?: { readonly seconds: number; readonly image: string; readonly operatorCpuSeconds: number; readonly apiserverCpuSeconds: number };
   /** From the operator process's spawn until /readyz passed (every cache synced). */
   readonly startSeconds?: number;
+  /** Restarted on the N converged CRs: from spawn until every CR was checked, and its writes meanwhile (Leases left out). */
+  readonly restart?: Restart;
   /** --unrelated: the Deployments and Services of no CR created before the operator started, and how long that took. */
   readonly unrelated?: { readonly count: number; readonly createdSeconds: number };
   readonly exitCode?: number | null;
@@ -70,7 +73,16 @@ export interface GoOperatorRun {
   /** The CR whose Deployment and Service were checked to be render()'s, field by field. */
   readonly sameChildrenAs: string;
   readonly workers: number;
+  /** Restarted on the N converged CRs, timed as the operator's restart. */
+  readonly restart?: Restart;
 }
+
+/**
+ * An operator restarted on N converged CRs (issue 25 item 4): seconds from its spawn until its caches
+ * were synced and every CR checked (controller_runtime_reconcile_total >= N, work queue empty), and
+ * the writes it made meanwhile.
+ */
+export interface Restart { readonly seconds: number; readonly writes: number }
 
 /** The settings one bench command ran with. */
 export interface BenchSettings {
@@ -276,6 +288,22 @@ export function table(r: BenchResults): string {
     lines.push(`| ${n} | ${secs(run, (p) => p.floor.apiserverCpuSeconds)} / ${secs(run, (p) => p.operator.apiserverCpuSeconds)} | ${ratioCell(run, 'apiserverCpu')} | ${o.cpuSeconds} s; ${o.cpuTotalSeconds} s | ${o.rssMiB.idle} / ${o.rssMiB.peak} MiB (${dash(o.heapUsedMiB, ' MiB')}) | ` +
       `${perCr(writes(f.requests.create), n)} / ${perCr(writes(o.requests.create), n)} | ${perCr(reads(o.requests.create), n)} | ${perCr(writes(f.requests.scale), n)} / ${perCr(writes(o.requests.scale), n)} |`);
   }
+  const restarts = r.runs.filter((run) => run.operator.restart);
+  if (restarts.length > 0) {
+    lines.push(
+      '',
+      'Start and restart (issue 25 item 4; the last repetition of a row): from the process\'s spawn until its caches are synced and every CR was checked ' +
+        '(`controller_runtime_reconcile_total` >= N, work queue empty), on the N converged CRs, and the writes it made meanwhile (Leases left out):',
+      '',
+      '| N | start on an empty cluster: operator | restart on N converged CRs: operator / Go | ratio | writes during the restart: operator / Go |',
+      '|---|---|---|---|---|',
+    );
+    for (const run of restarts) {
+      const o = run.operator.restart!;
+      const g = run.goOperator?.restart;
+      lines.push(`| ${run.n} | ${dash(run.operator.startSeconds, ' s')} | ${o.seconds} s / ${dash(g?.seconds, ' s')} | **${g ? ratioOf(o.seconds, g.seconds) : '-'}** | ${o.writes} / ${dash(g?.writes)} |`);
+    }
+  }
   const withCpu = r.runs.filter((run) => run.floor.cpuSecondsByProcess && run.operator.cpuSecondsByProcess);
   if (withCpu.length > 0) {
     const names = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kwok', 'operator', 'bench'];
@@ -408,7 +436,8 @@ export const REPORT_END = '<!-- bench:end -->';
 
 /**
  * Writes bench/results.json, keeping the runs of other N from the file (each run records its own
- * date, command, code and load), and replaces the tables between the markers of docs/benchmark.md.
+ * date, command, code and load), and replaces the tables between the markers of docs/benchmark.md
+ * and the charts beside them (docs/benchmark-*.svg, charts.ts).
  */
 export function writeResults(root: string, fresh: BenchResults): BenchResults {
   const path = join(root, 'bench', 'results.json');
@@ -434,5 +463,6 @@ export function writeResults(root: string, fresh: BenchResults): BenchResults {
     return results;
   }
   writeFileSync(reportPath, `${report.slice(0, start + REPORT_START.length)}\n${table(results)}\n${report.slice(end)}`);
+  for (const [name, svg] of Object.entries(charts(results))) writeFileSync(join(root, 'docs', name), svg);
   return results;
 }

@@ -472,6 +472,31 @@ function percentile(sorted: number[], p: number): number {
   return Math.round(sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]! * 10) / 10;
 }
 
+/** The sum of every sample of one metric family in a Prometheus text exposition. */
+const metricSum = (text: string, name: string) =>
+  text.split('\n').filter((l) => l.startsWith(name) && (l[name.length] === '{' || l[name.length] === ' ')).reduce((t, l) => t + Number(l.split(' ').pop()), 0);
+
+/**
+ * Start and restart at N converged CRs (issue 25 item 4): the process is started again on a control
+ * plane whose N CRs are converged, and timed from its spawn until its caches are synced and every CR
+ * was checked: at least N reconciles counted (controller_runtime_reconcile_total, which both operators
+ * export) and the work queue empty. Its writes meanwhile come from the audit log (Leases left out).
+ */
+async function timedRestart<P>(who: string, n: number, metricsUrl: string, start: () => Promise<P>): Promise<{ proc: P; seconds: number; fromIso: string; toIso: string }> {
+  log(`bench: ${who} N=${n}: restarted on ${n} converged CRs, until every CR is checked`);
+  const fromIso = new Date().toISOString();
+  const t = performance.now();
+  const proc = await start();
+  await waitFor(`${who}: ${n} CRs checked after the restart`, async () => {
+    const m = (await httpGet(metricsUrl).catch(() => ({ status: 0, body: '' }))).body;
+    return metricSum(m, 'controller_runtime_reconcile_total') >= n && metricSum(m, 'workqueue_depth') === 0;
+  }, { timeoutMs: 600_000, intervalMs: 100 });
+  return { proc, seconds: seconds(t), fromIso, toIso: new Date().toISOString() };
+}
+
+/** Writes in a window's request counts, Lease renewals left out. */
+const writesBesidesLeases = (counts: Record<string, number>) => sum(counts, (what) => isWrite(what) && !what.split(' ')[1]!.startsWith('leases'));
+
 async function operator(n: number, s: Settings, unrelated = 0): Promise<OperatorRun> {
   let exitCode: number | null | undefined;
   const run = await operatorRun(n, s, (code) => (exitCode = code), unrelated);
@@ -571,6 +596,11 @@ async function operatorRun(n: number, s: Settings, onExit: (code: number | null)
       const rssPeakMiB = memoryMiB(pid, 'VmHWM');
       const cpuTotalSeconds = operatorCpu();
 
+      // Restart on N converged CRs: to caches synced and every CR checked, with no write (issue 25 item 4).
+      onExit(await op.stop());
+      const restarted = await timedRestart('operator', n, `http://127.0.0.1:${port}/metrics`, () => startOperator(env, port, s, `operator-${n}-restart`));
+      op = restarted.proc;
+
       // Kind-settings rollout (issue 11 item 6): the operator restarted with a new default image;
       // until every CR shows it (Ready flipped back to True after the restart, rollout complete)
       // and every Deployment runs the new image with all replicas ready.
@@ -627,6 +657,7 @@ async function operatorRun(n: number, s: Settings, onExit: (code: number | null)
         steadyState: { seconds: s.steadySeconds, writes: sum(steady, isWrite), reconciles: steadyReconciles },
         rollout,
         startSeconds,
+        restart: { seconds: restarted.seconds, writes: writesBesidesLeases(requests(audit, OPERATOR_USER, restarted.fromIso, restarted.toIso)) },
         ...(unrelatedObjects ? { unrelated: unrelatedObjects } : {}),
         exitCode: undefined,
       };
@@ -648,7 +679,8 @@ async function goOperatorRun(n: number, s: Settings, binary: string): Promise<Go
   const cp = await startControlPlane(n, s);
   try {
     const { rest, port, env } = await setUpOperator(cp);
-    const op = await startGoOperator(binary, kind, env, { metrics: port, health: await freePort() });
+    const health = await freePort();
+    let op = await startGoOperator(binary, kind, env, { metrics: port, health });
     try {
       const rssIdleMiB = memoryMiB(op.pid, 'VmRSS');
       const crs = new Tracker<Resource>(rest, { apiVersion: CR_API, kind: kind.kind, plural: kind.plural, namespace: NS });
@@ -664,6 +696,12 @@ async function goOperatorRun(n: number, s: Settings, binary: string): Promise<Go
       const cpuSecondsByProcess = allCpu();
       const tEndIso = at();
       const rssPeakMiB = memoryMiB(op.pid, 'VmHWM');
+
+      // Restart on N converged CRs, timed as the operator's (issue 25 item 4).
+      const code = await op.stop();
+      if (code !== 0) log(`bench: Go operator exited with ${code}`);
+      const restarted = await timedRestart('Go operator', n, `http://127.0.0.1:${port}/metrics`, () => startGoOperator(binary, kind, env, { metrics: port, health }));
+      op = restarted.proc;
 
       // The comparison is only fair with the very same objects: app-0's children against render().
       const cr0 = crs.list().find((r) => r.metadata?.name === 'app-0');
@@ -685,6 +723,7 @@ async function goOperatorRun(n: number, s: Settings, binary: string): Promise<Go
         statusPatchesPerCr: { create: statusPatches(create), scale: statusPatches(scale) },
         sameChildrenAs: 'app-0',
         workers: 4,
+        restart: { seconds: restarted.seconds, writes: writesBesidesLeases(requests(audit, OPERATOR_USER, restarted.fromIso, restarted.toIso)) },
       };
     } finally {
       const code = await op.stop();

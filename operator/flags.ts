@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { ConfigError } from './kinds/config.js';
-import { DEFAULT_WORKERS } from './settings.js';
+import { DEFAULT_HEALTH_PORT, DEFAULT_METRICS_PORT, DEFAULT_WORKERS } from './settings.js';
 
 /** Command-line flags and the environment variables they set (a flag wins over the variable). */
 const FLAGS = {
@@ -10,15 +10,26 @@ const FLAGS = {
   'field-manager': { env: 'APPKIND_FIELD_MANAGER', help: 'server-side apply field manager (default appkind-operator)' },
   'log-level': { env: 'APPKIND_LOG_LEVEL', help: 'debug, info, warn or error (default info)' },
   'leader-elect': { env: 'APPKIND_LEADER_ELECT', help: 'true to elect a leader on a Lease (default false)' },
-  'metrics-port': { env: 'APPKIND_METRICS_PORT', help: 'port for /metrics (default 8080; 0 any, -1 off)' },
-  'health-port': { env: 'APPKIND_HEALTH_PORT', help: 'port for /healthz and /readyz (default 8081; 0 any, -1 off)' },
+  'metrics-port': { env: 'APPKIND_METRICS_PORT', help: `port for /metrics (default ${DEFAULT_METRICS_PORT}; 0 any, -1 off)` },
+  'metrics-secure': {
+    env: 'APPKIND_METRICS_SECURE',
+    help: 'false: plain HTTP /metrics without authentication (default true: HTTPS, TokenReview + SubjectAccessReview)',
+  },
+  'metrics-cert-dir': {
+    env: 'APPKIND_METRICS_CERT_DIR',
+    help: 'folder with tls.crt and tls.key for /metrics (default a self-signed certificate)',
+  },
+  'health-port': {
+    env: 'APPKIND_HEALTH_PORT',
+    help: `port for /healthz and /readyz, plain HTTP (default ${DEFAULT_HEALTH_PORT}; 0 any, -1 off)`,
+  },
 } as const;
 
 export const USAGE = [
   'Usage: appkind-operator [flags]   (npm run operator -- [flags])',
   'Every flag can also be set through the environment variable in brackets.',
-  ...Object.entries(FLAGS).map(([flag, f]) => `  --${flag.padEnd(14)} ${f.help} [${f.env}]`),
-  '  --help           this text',
+  ...Object.entries(FLAGS).map(([flag, f]) => `  --${flag.padEnd(16)} ${f.help} [${f.env}]`),
+  '  --help             this text',
 ].join('\n');
 
 /**

@@ -28,10 +28,23 @@ export interface OperatorSettings {
   readonly fieldManager: string;
   /** Env APPKIND_LOG_LEVEL. @default "info" */
   readonly logLevel: LogLevel;
-  /** Port for /metrics. Env APPKIND_METRICS_PORT; 0 picks a free port, -1 disables. @default 8080 */
+  /** Port for /metrics. Env APPKIND_METRICS_PORT; 0 picks a free port, -1 disables. @default 8443 */
   readonly metricsPort: number;
-  /** Port for /healthz and /readyz. Env APPKIND_HEALTH_PORT; 0 picks a free port, -1 disables. @default 8081 */
+  /** Port for /healthz and /readyz (plain HTTP). Env APPKIND_HEALTH_PORT; 0 picks a free port, -1 disables. @default 8081 */
   readonly healthPort: number;
+  /**
+   * /metrics over HTTPS, each scrape's bearer token checked with a TokenReview and its user with a
+   * SubjectAccessReview (get on the non-resource URL /metrics), as kubebuilder v4 scaffolds it. Env
+   * APPKIND_METRICS_SECURE; false serves plain HTTP with no authentication, for local runs on loopback
+   * (the bench) only. @default true
+   */
+  readonly metricsSecure: boolean;
+  /**
+   * Folder holding the metrics server's `tls.crt` and `tls.key` (a mounted kubernetes.io/tls Secret),
+   * read again when they change. Env APPKIND_METRICS_CERT_DIR. @default none: a self-signed
+   * certificate is made at start
+   */
+  readonly metricsCertDir?: string;
   /** Leader election on a Lease. Env APPKIND_LEADER_ELECT. @default false (true in the install bundle) */
   readonly leaderElect: boolean;
   /** Lease name. Env APPKIND_LEASE_NAME. @default "appkind-operator" */
@@ -75,6 +88,9 @@ export interface OperatorSettings {
 export const DEFAULT_WORKERS = 8;
 export const DEFAULT_STATUS_INTERVAL_MS = 60_000;
 export const DEFAULT_DEGRADED_RETRY_SECONDS = 60;
+/** kubebuilder's secure metrics port; the probes stay on their own plain HTTP port. */
+export const DEFAULT_METRICS_PORT = 8443;
+export const DEFAULT_HEALTH_PORT = 8081;
 
 function intSetting(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
   const raw = env[name];
@@ -117,8 +133,10 @@ export function loadSettings(given: NodeJS.ProcessEnv = process.env): OperatorSe
     statusIntervalMs: intSetting(env, 'APPKIND_STATUS_INTERVAL_MS', DEFAULT_STATUS_INTERVAL_MS, 0, 3_600_000),
     fieldManager: env.APPKIND_FIELD_MANAGER || 'appkind-operator',
     logLevel: logLevel as LogLevel,
-    metricsPort: intSetting(env, 'APPKIND_METRICS_PORT', 8080, -1, 65535),
-    healthPort: intSetting(env, 'APPKIND_HEALTH_PORT', 8081, -1, 65535),
+    metricsPort: intSetting(env, 'APPKIND_METRICS_PORT', DEFAULT_METRICS_PORT, -1, 65535),
+    healthPort: intSetting(env, 'APPKIND_HEALTH_PORT', DEFAULT_HEALTH_PORT, -1, 65535),
+    metricsSecure: boolSetting(env, 'APPKIND_METRICS_SECURE', true),
+    metricsCertDir: env.APPKIND_METRICS_CERT_DIR || undefined,
     leaderElect: boolSetting(env, 'APPKIND_LEADER_ELECT', false),
     leaseName: env.APPKIND_LEASE_NAME || 'appkind-operator',
     leaseNamespace: env.APPKIND_LEASE_NAMESPACE || env.APPKIND_POD_NAMESPACE || undefined,
@@ -133,6 +151,14 @@ export function loadSettings(given: NodeJS.ProcessEnv = process.env): OperatorSe
     configMap: configMapOf(env.APPKIND_CONFIG_MAP, env.APPKIND_POD_NAMESPACE),
     deprecations,
   };
+  if (settings.metricsSecure && settings.metricsPort > 0 && settings.metricsPort === settings.healthPort) {
+    throw new ConfigError(
+      `APPKIND_METRICS_PORT and APPKIND_HEALTH_PORT are both ${settings.metricsPort}: /metrics is HTTPS and the probes plain HTTP, so give them different ports (or set APPKIND_METRICS_SECURE=false for plain HTTP /metrics on a local run)`,
+    );
+  }
+  if (settings.metricsCertDir && !settings.metricsSecure) {
+    throw new ConfigError('APPKIND_METRICS_CERT_DIR is set but APPKIND_METRICS_SECURE=false serves plain HTTP; unset one of them');
+  }
   if (settings.renewDeadlineSeconds >= settings.leaseDurationSeconds) {
     throw new ConfigError(
       `APPKIND_RENEW_DEADLINE_SECONDS (${settings.renewDeadlineSeconds}) must be less than APPKIND_LEASE_DURATION_SECONDS (${settings.leaseDurationSeconds})`,

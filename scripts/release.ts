@@ -3,6 +3,8 @@
 //                                          (`kubectl apply -f` installs, `kubectl delete -f` removes)
 //   kinds.yaml                             the kinds' CRDs and the operator's RBAC for them alone (after an
 //                                          edit of the kinds ConfigMap: `npm run kinds` applies the same)
+//   appkind-operator-<version>.tgz         the Helm chart (helm install), from the same construct; its folder
+//                                          is chart/appkind-operator/ (tools/release/chart.ts)
 //   appkind-operator-<version>.oci.tar     the operator image (podman load / docker load -i)
 //   cdk8s-appkind-<version>.tgz            the construct library's npm package
 //   packages/<target>/                     jsii-pacmak's output for every target: built where this machine
@@ -21,7 +23,8 @@ import { parseArgs } from 'node:util';
 import { ConfigError } from 'appkind-operator/kinds';
 import { withPrefixedSettings } from 'appkind-operator/settings';
 import { normalizeImageName } from '../tools/controlplane/node-images.js';
-import { installYaml, kindsYaml } from '../tools/release/manifests.js';
+import { CHART_NAME, chartFiles } from '../tools/release/chart.js';
+import { bundleProps, installYaml, kindsYaml } from '../tools/release/manifests.js';
 
 const ROOT = join(import.meta.dirname, '..');
 let OUT = join(ROOT, 'release');
@@ -56,6 +59,18 @@ function manifests(image: string, env: NodeJS.ProcessEnv): void {
   writeFileSync(join(OUT, 'install.yaml'), installYaml(env, image));
   writeFileSync(join(OUT, 'kinds.yaml'), kindsYaml(env));
   say(`install.yaml: operator image ${image}; kinds.yaml: the same kinds' CRDs and RBAC`);
+}
+
+/** The Helm chart: its folder, and the archive `helm package` would make (a gzipped tar of that folder). */
+function chart(image: string, env: NodeJS.ProcessEnv): void {
+  const dir = join(OUT, 'chart', CHART_NAME);
+  for (const [path, text] of Object.entries(chartFiles(bundleProps(env, image), VERSION))) {
+    mkdirSync(join(dir, path, '..'), { recursive: true });
+    writeFileSync(join(dir, path), text);
+  }
+  const archive = `${CHART_NAME}-${VERSION}.tgz`;
+  execFileSync('tar', ['-czf', join(OUT, archive), '-C', join(OUT, 'chart'), CHART_NAME]);
+  say(`${archive}: the Helm chart (default values: the same objects as install.yaml), its folder chart/${CHART_NAME}/`);
 }
 
 function library(): void {
@@ -119,7 +134,7 @@ function files(dir: string): string[] {
 
 function checksums(): void {
   const lines = files(OUT)
-    .filter((f) => !f.startsWith('packages/') || /\.(whl|tar\.gz|jar|nupkg|tgz)$/.test(f))
+    .filter((f) => !f.startsWith('chart/') && (!f.startsWith('packages/') || /\.(whl|tar\.gz|jar|nupkg|tgz)$/.test(f)))
     .map((f) => `${createHash('sha256').update(readFileSync(join(OUT, f))).digest('hex')}  ${f}`);
   writeFileSync(join(OUT, 'SHA256SUMS'), `${lines.join('\n')}\n`);
 }
@@ -136,6 +151,7 @@ function main(): void {
   rmSync(OUT, { recursive: true, force: true });
   mkdirSync(OUT);
   manifests(ref, env);
+  chart(ref, env);
   library();
   if (!values['no-packages']) packages();
   if (!values['no-image']) image(ref);

@@ -1,12 +1,10 @@
 import { ApiObject, JsonPatch, Names } from 'cdk8s';
 import * as kplus from 'cdk8s-plus-27';
 import { Construct } from 'constructs';
-import { EnvFromSource, EnvVar } from './env';
 import { NetworkPolicyOptions, PodDisruptionBudgetOptions, ServiceType } from './exposure';
 import { addsTmpVolume, containerFields, exposureProblems, intOrPercent, intPort, podSpecProblems, volumesOf } from './podspec';
-import { Probe } from './probe';
 import { ContainerSecurity, ImagePullPolicy, ResourceList, ResourceRequirements } from './resources';
-import { LocalObjectReference, Volume, VolumeMount } from './volume';
+import { AppSettings } from './settings';
 
 /** Names of an app's Deployment and Service. */
 export interface AppObjectNames {
@@ -21,7 +19,7 @@ export interface AppObjectNames {
 }
 
 /** Props of a {@link ContainerApp}. */
-export interface ContainerAppProps {
+export interface ContainerAppProps extends AppSettings {
   /**
    * Base name: the objects are `<name>-deployment` and `<name>-svc`; also the instance label.
    * Give it when the names must be fixed (the operator uses the CR's name).
@@ -49,78 +47,6 @@ export interface ContainerAppProps {
    */
   readonly appName?: string;
   /**
-   * Entrypoint of the container, replacing the image's ENTRYPOINT (Kubernetes `command`).
-   * @default the image's ENTRYPOINT
-   */
-  readonly command?: string[];
-  /**
-   * Arguments of the entrypoint, replacing the image's CMD (Kubernetes `args`), e.g. `["-m", "64"]`.
-   * @default the image's CMD
-   */
-  readonly args?: string[];
-  /**
-   * Environment variables of the container, in order: plain values, or values from a ConfigMap key, a
-   * Secret key or a pod field (Kubernetes `env`). The Secret is read by the kubelet only.
-   * @default none
-   */
-  readonly env?: EnvVar[];
-  /**
-   * Variables from every key of ConfigMaps and Secrets (Kubernetes `envFrom`); `env` wins on a clash.
-   * @default none
-   */
-  readonly envFrom?: EnvFromSource[];
-  /**
-   * Probe whose failure takes the pod out of the Service and keeps the app not Ready.
-   * @default none: a pod is ready once its container started
-   */
-  readonly readinessProbe?: Probe;
-  /**
-   * Probe whose failure restarts the container.
-   * @default none
-   */
-  readonly livenessProbe?: Probe;
-  /**
-   * Probe that holds the other probes back until it passes once (slow starters).
-   * @default none
-   */
-  readonly startupProbe?: Probe;
-  /**
-   * Volumes of the pod: emptyDir, ConfigMap, Secret or PersistentVolumeClaim (no hostPath).
-   * @default none (besides the writable /tmp, see tmpVolume)
-   */
-  readonly volumes?: Volume[];
-  /**
-   * Where the volumes appear in the container.
-   * @default none
-   */
-  readonly volumeMounts?: VolumeMount[];
-  /**
-   * Mount a writable emptyDir named "tmp" at /tmp when the root filesystem is read-only
-   * (`securityContext.readOnlyRootFilesystem`) and no volumeMount is at /tmp already.
-   * @default true
-   */
-  readonly tmpVolume?: boolean;
-  /**
-   * Secrets holding registry credentials to pull the image (Kubernetes `imagePullSecrets`).
-   * @default none
-   */
-  readonly imagePullSecrets?: LocalObjectReference[];
-  /**
-   * ServiceAccount the pods run as.
-   * @default the namespace's "default" ServiceAccount
-   */
-  readonly serviceAccountName?: string;
-  /**
-   * Mount the ServiceAccount's API token into the pods. Most apps never call the Kubernetes API.
-   * @default false
-   */
-  readonly automountServiceAccountToken?: boolean;
-  /**
-   * CPU and memory requests and limits, as Kubernetes quantities.
-   * @default none: the namespace's LimitRange or the scheduler's defaults apply
-   */
-  readonly resources?: ResourceRequirements;
-  /**
    * Extra labels on the Deployment, Service and pods (never part of the selector).
    * @default none
    */
@@ -130,11 +56,6 @@ export interface ContainerAppProps {
    * @default none
    */
   readonly annotations?: { [key: string]: string };
-  /**
-   * How the Service is reached: a NodePort on every node, or a cluster IP only.
-   * @default ServiceType.NODE_PORT
-   */
-  readonly serviceType?: ServiceType;
   /**
    * Fixed NodePort, 30000-32767 (only with ServiceType.NODE_PORT).
    * @default allocated by the API server

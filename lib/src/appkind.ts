@@ -1,15 +1,11 @@
-import { EnvFromSource, EnvVar } from './env';
-import { ServiceType } from './exposure';
 import { AppKindOverrides } from './overrides';
-import { Probe } from './probe';
-import { ResourceRequirements } from './resources';
-import { LocalObjectReference, Volume, VolumeMount } from './volume';
+import { AppSettings } from './settings';
 
 /**
  * An app kind: a custom resource kind whose every object runs one container image behind a NodePort
  * Service. This is the whole of what a user declares; everything else is derived.
  */
-export interface AppKind {
+export interface AppKind extends AppSettings {
   /** API group, a DNS subdomain, e.g. `swallowlab.com`. */
   readonly group: string;
   /** API version, e.g. `v1alpha1`. */
@@ -59,81 +55,6 @@ export interface AppKind {
    * @default false
    */
   readonly readOnlyRootFilesystem?: boolean;
-  /**
-   * Entrypoint of the container (Kubernetes `command`).
-   * @default the image's ENTRYPOINT
-   */
-  readonly command?: string[];
-  /**
-   * Arguments of the entrypoint (Kubernetes `args`), e.g. `["-m", "64"]`.
-   * @default the image's CMD
-   */
-  readonly args?: string[];
-  /**
-   * Environment variables: plain values, or from a ConfigMap key, a Secret key or a pod field.
-   * @default none
-   */
-  readonly env?: EnvVar[];
-  /**
-   * Variables from every key of ConfigMaps and Secrets.
-   * @default none
-   */
-  readonly envFrom?: EnvFromSource[];
-  /**
-   * Readiness probe: with one, a CR is Ready only when its pods pass it.
-   * @default none
-   */
-  readonly readinessProbe?: Probe;
-  /**
-   * Liveness probe.
-   * @default none
-   */
-  readonly livenessProbe?: Probe;
-  /**
-   * Startup probe.
-   * @default none
-   */
-  readonly startupProbe?: Probe;
-  /**
-   * Volumes of the pods (emptyDir, ConfigMap, Secret, PersistentVolumeClaim).
-   * @default none
-   */
-  readonly volumes?: Volume[];
-  /**
-   * Where the volumes appear in the container.
-   * @default none
-   */
-  readonly volumeMounts?: VolumeMount[];
-  /**
-   * Mount a writable emptyDir at /tmp when readOnlyRootFilesystem is set.
-   * @default true
-   */
-  readonly tmpVolume?: boolean;
-  /**
-   * CPU and memory requests and limits.
-   * @default none
-   */
-  readonly resources?: ResourceRequirements;
-  /**
-   * Registry credentials for the image.
-   * @default none
-   */
-  readonly imagePullSecrets?: LocalObjectReference[];
-  /**
-   * ServiceAccount the pods run as.
-   * @default the namespace's "default"
-   */
-  readonly serviceAccountName?: string;
-  /**
-   * Mount the ServiceAccount's API token into the pods.
-   * @default false
-   */
-  readonly automountServiceAccountToken?: boolean;
-  /**
-   * The Service type of every CR.
-   * @default ServiceType.NODE_PORT
-   */
-  readonly serviceType?: ServiceType;
   /**
    * What CRs may set beside size, image, port and nodePort, and within which limits.
    * @default none

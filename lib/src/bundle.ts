@@ -26,9 +26,11 @@ const DEFAULT_OPERATOR_NAMESPACE = 'appkind-system';
 const DEFAULT_OPERATOR_NAME = 'appkind-operator';
 /** The user the image runs as (distroless "nonroot"); the Dockerfile uses the same. */
 const OPERATOR_UID = 65532;
-/** Container ports of the operator. */
-const METRICS_PORT = 8080;
+/** Container ports of the operator: /metrics over HTTPS (kubebuilder's 8443), the probes over plain HTTP. */
+const METRICS_PORT = 8443;
 const HEALTH_PORT = 8081;
+/** Where the metrics certificate Secret is mounted (APPKIND_METRICS_CERT_DIR), when one is given: beside the kinds ConfigMap's folder, not inside it (a mount inside a ConfigMap volume makes runc create its mount point in that volume). */
+const METRICS_CERT_DIR = '/etc/appkind-metrics-cert';
 /** Where the kinds ConfigMap is mounted, and its one key: the operator reads APPKIND_CONFIG there and again at every change. */
 const KINDS_DIR = '/etc/appkind';
 const KINDS_KEY = 'kinds.yaml';
@@ -130,6 +132,20 @@ export interface OperatorBundleProps {
    * @default true
    */
   readonly admissionPolicy?: boolean;
+  /**
+   * A `kubernetes.io/tls` Secret in the operator's namespace (e.g. made by cert-manager for the
+   * Service `<name>-metrics`) whose `tls.crt` and `tls.key` serve /metrics; the operator reads them
+   * again when the Secret changes (APPKIND_METRICS_CERT_DIR).
+   * @default none: the operator makes a self-signed certificate at start (scrapers skip verification)
+   */
+  readonly metricsCertSecret?: string;
+  /**
+   * Render a NetworkPolicy that admits to the operator pods only the metrics port (where each scrape
+   * is authenticated and authorized); the kubelet's probes come from the node, which NetworkPolicies
+   * always admit. Egress is left open (the operator talks to the API server only).
+   * @default true
+   */
+  readonly networkPolicy?: boolean;
 }
 
 /** RBAC rule: exact verbs, never `*`. */
@@ -195,6 +211,19 @@ function leaseRules(leaseName: string): Rule[] {
   ];
 }
 
+/**
+ * Rules for the metrics endpoint's reviews (controller-runtime's filters.WithAuthenticationAndAuthorization):
+ * each scrape's token is checked with a TokenReview and its user with a SubjectAccessReview. Both
+ * are cluster-scoped, so even a namespace-scoped install needs this ClusterRole; it grants nothing else.
+ */
+const METRICS_AUTH_RULES: Rule[] = [
+  { apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] },
+  { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] },
+];
+
+/** What a scraper (Prometheus' ServiceAccount) is bound to: reading /metrics, nothing else. */
+const METRICS_READER_RULES: Rule[] = [{ nonResourceUrLs: ['/metrics'], verbs: ['get'] }];
+
 /** cdk8s gives every object its chart's namespace; a cluster-scoped object must not carry one. */
 function clusterScoped<T extends ApiObject>(obj: T): T {
   if (Chart.of(obj).namespace) obj.addJsonPatch(JsonPatch.remove('/metadata/namespace'));
@@ -248,6 +277,8 @@ export class OperatorBundle extends Construct {
   public readonly serviceAccount: k8s.KubeServiceAccount;
   /** Labels selecting the operator pods. */
   public readonly selectorLabels: { [key: string]: string };
+  /** The Service `<name>-metrics` (ClusterIP, port `https` 8443) scrapers reach /metrics through. */
+  public readonly metricsService: k8s.KubeService;
 
   constructor(scope: Construct, id: string, props: OperatorBundleProps) {
     super(scope, id);
@@ -275,6 +306,24 @@ export class OperatorBundle extends Construct {
       for (const obj of addChildAdmissionPolicies(this, this.name, labels, username, props.kinds)) clusterScoped(obj);
     }
     this.deployment = new k8s.KubeDeployment(this, 'Deployment', { metadata: this.meta(), spec: this.deploymentSpec(props) });
+    this.metricsService = new k8s.KubeService(this, 'MetricsService', {
+      metadata: this.meta(this.namespace, `${this.name}-metrics`),
+      spec: {
+        type: 'ClusterIP',
+        selector: this.selectorLabels,
+        ports: [{ name: 'https', port: METRICS_PORT, targetPort: k8s.IntOrString.fromString('metrics'), protocol: 'TCP' }],
+      },
+    });
+    if (props.networkPolicy ?? true) {
+      new k8s.KubeNetworkPolicy(this, 'NetworkPolicy', {
+        metadata: this.meta(),
+        spec: {
+          podSelector: { matchLabels: this.selectorLabels },
+          policyTypes: ['Ingress'],
+          ingress: [{ ports: [{ port: k8s.IntOrString.fromNumber(METRICS_PORT), protocol: 'TCP' }] }],
+        },
+      });
+    }
   }
 
   private meta(namespace = this.namespace, name = this.name): k8s.ObjectMeta {
@@ -298,6 +347,21 @@ export class OperatorBundle extends Construct {
     }
     for (const ns of watch) this.addRole(`Role-${ns}`, this.meta(ns), rules, subjects);
     this.addRole('LeaderElectionRole', this.meta(this.namespace, `${this.name}-leader-election`), leaseRules(this.name), subjects);
+
+    const { labels } = this.meta();
+    const metricsAuth = `${this.name}-metrics-auth`;
+    clusterScoped(new k8s.KubeClusterRole(this, 'MetricsAuthRole', { metadata: { name: metricsAuth, labels }, rules: METRICS_AUTH_RULES }));
+    clusterScoped(
+      new k8s.KubeClusterRoleBinding(this, 'MetricsAuthRoleBinding', {
+        metadata: { name: metricsAuth, labels },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: metricsAuth },
+        subjects,
+      }),
+    );
+    // Bound by whoever scrapes (no binding here): `kubectl create clusterrolebinding ... --clusterrole=<name>-metrics-reader`.
+    clusterScoped(
+      new k8s.KubeClusterRole(this, 'MetricsReaderRole', { metadata: { name: `${this.name}-metrics-reader`, labels }, rules: METRICS_READER_RULES }),
+    );
   }
 
   /** `-view` aggregates into view, edit and admin; `-edit` into edit and admin (edit includes view). */
@@ -332,6 +396,7 @@ export class OperatorBundle extends Construct {
       value('APPKIND_WORKERS', props.workers ?? 8),
       value('APPKIND_LOG_LEVEL', props.logLevel ?? LogLevel.INFO),
       value('APPKIND_METRICS_PORT', METRICS_PORT),
+      ...(props.metricsCertSecret ? [value('APPKIND_METRICS_CERT_DIR', METRICS_CERT_DIR)] : []),
       value('APPKIND_HEALTH_PORT', HEALTH_PORT),
       value('APPKIND_LEADER_ELECT', 'true'),
       value('APPKIND_LEASE_NAME', this.name),
@@ -397,12 +462,14 @@ export class OperatorBundle extends Construct {
               volumeMounts: [
                 { name: 'tmp', mountPath: '/tmp' },
                 { name: 'kinds', mountPath: KINDS_DIR, readOnly: true },
+                ...(props.metricsCertSecret ? [{ name: 'metrics-cert', mountPath: METRICS_CERT_DIR, readOnly: true }] : []),
               ],
             },
           ],
           volumes: [
             { name: 'tmp', emptyDir: { sizeLimit: k8s.Quantity.fromString('16Mi') } },
             { name: 'kinds', configMap: { name: this.kindsConfigMap.name } },
+            ...(props.metricsCertSecret ? [{ name: 'metrics-cert', secret: { secretName: props.metricsCertSecret } }] : []),
           ],
         },
       },

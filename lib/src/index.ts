@@ -1,6 +1,7 @@
 // The jsii entry point: constructs, their props and the types a chart author needs to describe an app
 // kind. Everything here must be expressible in every jsii language (no free functions or constants);
 // render(), configuration loading and the control loop live in the operator package.
+export * from './settings';
 export * from './appkind';
 export * from './resources';
 export * from './app';

@@ -2,23 +2,13 @@
 // construct patches into its Deployment, and the checks that refuse a mistake before it reaches a cluster.
 // Internal to the library (not exported from index.ts).
 import { k8s } from 'cdk8s-plus-27';
-import { EnvFromSource, EnvVar } from './env';
 import { NetworkPolicyOptions, PodDisruptionBudgetOptions } from './exposure';
 import { Probe } from './probe';
-import { Volume, VolumeMount } from './volume';
+import { AppSettings } from './settings';
+import { Volume } from './volume';
 
 /** The props this module renders (a subset of ContainerAppProps). */
-export interface PodSpecProps {
-  readonly command?: string[];
-  readonly args?: string[];
-  readonly env?: EnvVar[];
-  readonly envFrom?: EnvFromSource[];
-  readonly readinessProbe?: Probe;
-  readonly livenessProbe?: Probe;
-  readonly startupProbe?: Probe;
-  readonly volumes?: Volume[];
-  readonly volumeMounts?: VolumeMount[];
-}
+export type PodSpecProps = Pick<AppSettings, 'command' | 'args' | 'env' | 'envFrom' | 'readinessProbe' | 'livenessProbe' | 'startupProbe' | 'volumes' | 'volumeMounts'>;
 
 type Json = { [key: string]: unknown };
 

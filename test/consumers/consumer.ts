@@ -103,7 +103,7 @@ export async function unpackLibrary(dir: string): Promise<string> {
 }
 
 /** jsii-pacmak generating code only (no pip, twine or Go proxy involved) into `outdir/<target>`. */
-export async function pacmak(target: 'go' | 'python', outdir: string, packages: string[]): Promise<void> {
+export async function pacmak(target: 'go' | 'python' | 'java' | 'dotnet', outdir: string, packages: string[]): Promise<void> {
   await must(join(ROOT, 'node_modules', '.bin', 'jsii-pacmak'), ['--code-only', '--no-npmignore', '--targets', target, '--outdir', outdir, ...packages], outdir, QUIET_JSII);
 }
 

@@ -14,9 +14,12 @@ describe('Python bindings', () => {
       await pacmak('python', work, [library]);
       const python = join(work, 'python');
       const init = readFileSync(join(python, 'src', 'cdk8s_appkind', '__init__.py'), 'utf8');
-      for (const cls of ['ContainerApp(', 'ContainerAppProps:', 'AppKindCrd(', 'OperatorBundle(', 'ImagePullPolicy(', 'AppKind:']) {
+      for (const cls of ['ContainerApp(', 'AppSettings:', 'AppKindCrd(', 'OperatorBundle(', 'ImagePullPolicy(']) {
         expect(init).toContain(`class ${cls}`);
       }
+      // The props structs extend the shared settings struct, as in TypeScript.
+      expect(init).toContain('class ContainerAppProps(AppSettings):');
+      expect(init).toContain('class AppKind(AppSettings):');
       expect(init).toMatch(/def object_names\(/);
       const setup = readFileSync(join(python, 'setup.py'), 'utf8');
       expect(setup).toContain('"name": "cdk8s-appkind"');

@@ -107,6 +107,9 @@ afterAll(async () => {
     for (const name of [`${operatorName}-deployments`, `${operatorName}-services`])
       await admin?.delete({ apiVersion: 'admissionregistration.k8s.io/v1', kind: k, metadata: { name } }).catch(() => undefined);
   }
+  // The metrics reviews' ClusterRole and binding, and the scrapers' role: cluster-scoped, named for this file.
+  for (const [k, name] of [['ClusterRoleBinding', `${operatorName}-metrics-auth`], ['ClusterRole', `${operatorName}-metrics-auth`], ['ClusterRole', `${operatorName}-metrics-reader`]] as const)
+    await admin?.delete({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: k, metadata: { name } }).catch(() => undefined);
   admin?.close();
   asOperator?.close();
 });

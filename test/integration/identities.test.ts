@@ -101,7 +101,10 @@ beforeAll(async () => {
 afterAll(async () => {
   expect(await operator?.stop('SIGTERM')).toBe(0);
   // The bundle's cluster-scoped objects are named for this file; the namespaced ones go with the namespaces.
-  for (const [k, name] of [['ClusterRoleBinding', operatorName], ['ClusterRole', operatorName]] as const) {
+  for (const [k, name] of [
+    ['ClusterRoleBinding', operatorName], ['ClusterRole', operatorName],
+    ['ClusterRoleBinding', `${operatorName}-metrics-auth`], ['ClusterRole', `${operatorName}-metrics-auth`], ['ClusterRole', `${operatorName}-metrics-reader`],
+  ] as const) {
     await admin.delete({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: k, metadata: { name } }).catch(() => undefined);
   }
   for (const k of ['ValidatingAdmissionPolicyBinding', 'ValidatingAdmissionPolicy']) {

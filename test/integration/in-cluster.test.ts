@@ -203,10 +203,13 @@ afterAll(async () => {
 
 describe('the install bundle from cdk8s synth', () => {
   test('is accepted by a server-side dry run (dryRun=All) of every object, and the dry run persists nothing', async () => {
-    // Three ClusterRoles: the operator's, and the kind's -view and -edit for CR authors; two
-    // ValidatingAdmissionPolicies with their bindings (what the operator's identity may write).
+    // Five ClusterRoles: the operator's, its metrics reviews' (tokenreviews, subjectaccessreviews),
+    // the scrapers' metrics-reader, and the kind's -view and -edit for CR authors; two
+    // ValidatingAdmissionPolicies with their bindings (what the operator's identity may write); the
+    // metrics Service and the NetworkPolicy admitting only its port.
     expect(bundle.map((o) => o.kind).sort()).toEqual([
-      'ClusterRole', 'ClusterRole', 'ClusterRole', 'ClusterRoleBinding', 'ConfigMap', 'CustomResourceDefinition', 'Deployment', 'Namespace', 'Role', 'RoleBinding', 'ServiceAccount',
+      'ClusterRole', 'ClusterRole', 'ClusterRole', 'ClusterRole', 'ClusterRole', 'ClusterRoleBinding', 'ClusterRoleBinding', 'ConfigMap', 'CustomResourceDefinition',
+      'Deployment', 'Namespace', 'NetworkPolicy', 'Role', 'RoleBinding', 'Service', 'ServiceAccount',
       'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding', 'ValidatingAdmissionPolicyBinding',
     ]);
     // A dry run persists nothing, so objects cannot be dry-run into a namespace the same dry run

@@ -20,11 +20,19 @@ export interface LogLine {
   readonly [field: string]: unknown;
 }
 
-/** The write requests (`verb URI`) the operator of namespace `ns` sent after `since` (ISO time), from the audit log. */
+/**
+ * Reviews are `create` requests that persist nothing: the API server answers a TokenReview or a
+ * SubjectAccessReview and stores no object. The operator makes them to authorize /metrics scrapes
+ * (operator/runtime/metrics-auth.ts, cached for minutes), so they are not counted as writes.
+ */
+const REVIEWS = new Set(['tokenreviews', 'subjectaccessreviews']);
+
+/** The write requests (`verb URI`) the operator of namespace `ns` sent after `since` (ISO time), from the audit log; reviews left out. */
 export async function operatorWritesSince(ns: string, since: string): Promise<string[]> {
   return (await readSharedAuditLog())
     .filter((e) => e.user.username === `system:serviceaccount:${ns}:${OPERATOR_SA}` &&
-      ['create', 'update', 'patch', 'delete', 'deletecollection'].includes(e.verb) && e.stageTimestamp > since)
+      ['create', 'update', 'patch', 'delete', 'deletecollection'].includes(e.verb) && e.stageTimestamp > since &&
+      !REVIEWS.has(e.objectRef?.resource ?? ''))
     .map((e) => `${e.verb} ${e.requestURI}`);
 }
 
@@ -43,13 +51,14 @@ export async function installCrds(kc: KubeConfig, kinds: AppKind[]): Promise<voi
 
 /**
  * The bundle's ServiceAccount and RBAC for watching one namespace (the operator Deployment left out).
- * Not its admission policies: they are cluster-scoped and named after the operator, so test files
- * sharing the cluster would replace each other's (admission-policy.test.ts installs them under a name of its own).
+ * Not its admission policies, nor the ClusterRoleBinding of its metrics reviews: they are cluster-scoped
+ * and named after the operator, so test files sharing the cluster would replace each other's
+ * (admission-policy.test.ts and metrics-auth.test.ts install them under a name of their own).
  */
 export async function installOperatorIdentity(kc: KubeConfig, kinds: AppKind[], namespace: string): Promise<void> {
   const chart = new Chart(new App(), 'bundle');
   new OperatorBundle(chart, 'op', { kinds, namespace, createNamespace: false, crds: false, watchNamespaces: [namespace], admissionPolicy: false });
-  const objects = (chart.toJson() as KubernetesObject[]).filter((o) => o.kind !== 'Deployment');
+  const objects = (chart.toJson() as KubernetesObject[]).filter((o) => o.kind !== 'Deployment' && o.kind !== 'ClusterRoleBinding');
   await applyManifests(kc, objects);
 }
 
@@ -124,7 +133,9 @@ export class OperatorProcess {
       cwd: root,
       env: {
         PATH: process.env.PATH, HOME: process.env.HOME, ...(opts.kubeconfig ? { KUBECONFIG: opts.kubeconfig } : {}),
-        APPKIND_METRICS_PORT: '0', APPKIND_HEALTH_PORT: '0', APPKIND_LOG_LEVEL: 'debug', ...opts.env,
+        // Plain HTTP /metrics on loopback, so tests read the metrics without a token of their own (and
+        // without the TokenReview a scrape costs); metrics-auth.test.ts sets APPKIND_METRICS_SECURE=true.
+        APPKIND_METRICS_PORT: '0', APPKIND_HEALTH_PORT: '0', APPKIND_METRICS_SECURE: 'false', APPKIND_LOG_LEVEL: 'debug', ...opts.env,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

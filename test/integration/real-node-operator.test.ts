@@ -9,12 +9,14 @@
 import { afterAll, beforeAll, describe, expect, jest, test } from '@jest/globals';
 import { CoreV1Api, type KubeConfig, type KubernetesObject, type V1Pod, Watch } from '@kubernetes/client-node';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { request as httpsRequest } from 'node:https';
 import { cpus, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { AppKind } from 'cdk8s-appkind';
 import { RestClient } from '../../operator/runtime/rest.js';
 import { applyManifests } from '../../tools/controlplane/apply.js';
 import { ControlPlane } from '../../tools/controlplane/controlplane.js';
+import { requestServiceAccountToken } from '../../tools/controlplane/serviceaccount.js';
 import { loadEchoStandIn } from '../../tools/echo-image.js';
 import { type OperatorPod, operatorPod, podKinds, readBundle, synthBundle } from './bundle-file.js';
 import { createTestNamespace, crObject, eventually } from './cluster.js';
@@ -49,6 +51,8 @@ let pod: OperatorPod;
 let kind: AppKind;
 let leaseName: string;
 let ns: string;
+/** A bearer token of a ServiceAccount bound to the bundle's metrics-reader ClusterRole, as Prometheus' would be. */
+let scraperToken: string;
 const figures: Record<string, unknown> = {};
 
 const env = (name: string): string | undefined => pod.container.env?.find((e) => e.name === name)?.value;
@@ -87,11 +91,33 @@ async function podLog(name: string): Promise<LogLine[]> {
   return text.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as LogLine);
 }
 
-/** GET on one of the operator pod's named container ports, at its pod IP (inside the node's network). */
-async function podHttp(p: V1Pod, port: 'metrics' | 'health', path: string): Promise<{ status: number; body: string }> {
+/**
+ * GET on one of the operator pod's named container ports, at its pod IP (inside the node's network):
+ * the probes' port over plain HTTP, the metrics port over HTTPS with `token` as the bearer token (the
+ * operator's self-signed certificate is not verified: the bundle mounts none).
+ */
+async function podHttp(p: V1Pod, port: 'metrics' | 'health', path: string, token?: string): Promise<{ status: number; body: string }> {
   const containerPort = pod.container.ports?.find((x) => x.name === port)?.containerPort;
-  const res = await fetch(`http://${p.status!.podIP!}:${containerPort}${path}`);
-  return { status: res.status, body: await res.text() };
+  if (port === 'health') {
+    const res = await fetch(`http://${p.status!.podIP!}:${containerPort}${path}`);
+    return { status: res.status, body: await res.text() };
+  }
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest(
+      {
+        host: p.status!.podIP!, port: containerPort, path, method: 'GET', agent: false, rejectUnauthorized: false,
+        headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
+      },
+      (res) => {
+        let body = '';
+        res.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
+        res.on('error', reject);
+        res.on('end', () => resolve({ status: res.statusCode!, body }));
+      },
+    );
+    req.on('error', reject);
+    req.end();
+  });
 }
 
 /** The CR's pods with a running, ready container. */
@@ -155,6 +181,17 @@ beforeAll(async () => {
   figures.operatorImageLoadSeconds = seconds(Date.now() - loaded);
   await loadEchoStandIn(cp, log);
   ns = await createTestNamespace(admin, 'in-node');
+  // What an admin does for Prometheus: bind the bundle's metrics-reader ClusterRole to the scraper's identity.
+  const reader = bundle.find((o) => o.kind === 'ClusterRole' && o.metadata!.name!.endsWith('-metrics-reader'))!.metadata!.name!;
+  await applyManifests(admin, [
+    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'scraper', namespace: ns } },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: `${reader}-scraper` },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: reader },
+      subjects: [{ kind: 'ServiceAccount', name: 'scraper', namespace: ns }],
+    } as KubernetesObject,
+  ]);
+  scraperToken = await requestServiceAccountToken(admin, ns, 'scraper', 3600);
 });
 
 afterAll(async () => {
@@ -168,6 +205,10 @@ describe('the operator as a pod of its install bundle, on the real node', () => 
 
   test('kubectl apply -f dist/appkind-operator.k8s.yaml: the pod runs the loaded image under the bundle\'s security context, enforced by runc; the kubelet\'s probes pass', async () => {
     expect(pod.container.imagePullPolicy).toBe('IfNotPresent');
+    // The kubelet probes plain HTTP on 8081; /metrics is HTTPS on 8443 (scraped in the next tests).
+    expect(Object.fromEntries((pod.container.ports ?? []).map((x) => [x.name, x.containerPort]))).toEqual({ metrics: 8443, health: 8081 });
+    for (const probe of [pod.container.livenessProbe, pod.container.readinessProbe]) expect(probe?.httpGet).toMatchObject({ port: 'health' });
+    for (const probe of [pod.container.livenessProbe, pod.container.readinessProbe]) expect(probe?.httpGet?.scheme ?? 'HTTP').toBe('HTTP');
     const applied = Date.now();
     await applyManifests(admin, bundle);
     await eventually('the operator pod Ready (readiness probe passed)', async () => (await operatorPods()).some(isReady), 180_000);
@@ -237,9 +278,20 @@ describe('the operator as a pod of its install bundle, on the real node', () => 
     const holder = await leaseHolder();
     leader = pods.find((p) => p.metadata!.name === holder)!;
     standby = pods.find((p) => p.metadata!.name !== holder)!;
-    expect(metricValue((await podHttp(leader, 'metrics', '/metrics')).body, 'leader_election_master_status', { name: leaseName })).toBe(1);
-    expect(metricValue((await podHttp(standby, 'metrics', '/metrics')).body, 'leader_election_master_status', { name: leaseName })).toBe(0);
+    // /metrics over HTTPS, each scrape's token reviewed by the API server (TokenReview, SubjectAccessReview).
+    const scrape = async (p: V1Pod) => {
+      const res = await podHttp(p, 'metrics', '/metrics', scraperToken);
+      expect(res.status).toBe(200);
+      return res.body;
+    };
+    expect(metricValue(await scrape(leader), 'leader_election_master_status', { name: leaseName })).toBe(1);
+    expect(metricValue(await scrape(standby), 'leader_election_master_status', { name: leaseName })).toBe(0);
+    const refused = await podHttp(standby, 'metrics', '/metrics');
+    expect(refused.status).toBe(401);
+    expect(refused.body).not.toContain('leader_election');
+    // The kubelet's probes stay plain HTTP, without a token.
     expect((await podHttp(standby, 'health', '/readyz')).status).toBe(200);
+    expect((await podHttp(standby, 'health', '/healthz')).status).toBe(200);
   });
 
   test('deleting the leading pod: it exits 0 on SIGTERM within its grace period, the standby takes over, and CRs keep converging', async () => {

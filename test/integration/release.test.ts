@@ -103,9 +103,9 @@ afterAll(async () => {
 });
 
 describe('npm run release', () => {
-  test('writes install.yaml naming the image, the image archive, the npm tarball, checksums and a summary', () => {
+  test('writes install.yaml naming the image, the image archive, the Helm chart, the npm tarball, checksums and a summary', () => {
     const files = readFileSync(join(out, 'SHA256SUMS'), 'utf8').trim().split('\n').map((l) => l.split('  ')[1]).sort();
-    expect(files).toEqual(['SUMMARY.txt', 'appkind-operator-0.1.0.oci.tar', 'cdk8s-appkind-0.1.0.tgz', 'install.yaml', 'kinds.yaml'].sort());
+    expect(files).toEqual(['SUMMARY.txt', 'appkind-operator-0.1.0.oci.tar', 'appkind-operator-0.1.0.tgz', 'cdk8s-appkind-0.1.0.tgz', 'install.yaml', 'kinds.yaml'].sort());
     expect(installed.map((o) => o.kind)).toEqual(expect.arrayContaining(['CustomResourceDefinition', 'Namespace', 'ServiceAccount', 'ConfigMap', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding', 'Deployment']));
     const deployment = installed.find((o) => o.kind === 'Deployment') as V1Deployment;
     expect(deployment.spec!.template.spec!.containers[0]!.image).toBe(IMAGE);

@@ -66,6 +66,20 @@ describe('bench report', () => {
     expect(text).toContain('3 repetitions');
   });
 
+  it('shows the restart on N converged CRs against the Go reference\'s, with the writes of each', () => {
+    const r = run('2026-12-03T20:00:00Z', 1.2, 1.1);
+    const go = {
+      createSeconds: 50, scaleSeconds: 25, apiserverCpuSeconds: 70, cpuSeconds: 5, rssMiB: { idle: 30, peak: 100 },
+      requests: { create: {}, scale: {} }, statusPatchesPerCr: { create: 1, scale: 1 }, sameChildrenAs: 'app-0', workers: 4,
+      restart: { seconds: 4, writes: 2000 },
+    };
+    const results = (runs: BenchRun[]) => table({ date: '2026-12-03T20:30:00Z', machine: { cpus: 2, cpuModel: 'test', memoryGiB: 24, node: 'v24', kubernetes: 'v1.37.2' }, runs });
+    const text = results([{ ...r, operator: { ...r.operator, startSeconds: 0.7, restart: { seconds: 5, writes: 0 } }, goOperator: go }]);
+    expect(text).toContain('| 1000 | 0.7 s | 5 s / 4 s | **1.25** | 0 / 2000 |');
+    // Without a restart measured (older rows), no table.
+    expect(results([r])).not.toContain('restart on N converged CRs');
+  });
+
   it('shows where the CPU went: every process, how busy the cores were, and the total against the floor\'s', () => {
     const r = run('2026-12-03T20:00:00Z', 1.2, 1.1);
     const floorCpu = { etcd: 10, 'kube-apiserver': 60, 'kube-controller-manager': 10, 'kube-scheduler': 5, kwok: 5, bench: 6, total: 96 };

@@ -21,10 +21,15 @@ interface Manifest {
   apiVersion: string;
   kind: string;
   metadata: { name: string; namespace?: string; labels?: Record<string, string> };
-  rules?: { apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] }[];
+  rules?: { apiGroups?: string[]; resources?: string[]; verbs: string[]; resourceNames?: string[]; nonResourceURLs?: string[] }[];
   roleRef?: { kind: string; name: string };
   subjects?: { kind: string; name: string; namespace: string }[];
-  spec?: { replicas?: number; selector?: { matchLabels: Record<string, string> }; template?: { metadata: { labels: Record<string, string> }; spec: PodSpec } };
+  spec?: {
+    replicas?: number;
+    selector?: { matchLabels: Record<string, string> };
+    template?: { metadata: { labels: Record<string, string> }; spec: PodSpec };
+    [field: string]: unknown;
+  };
 }
 
 interface Container {
@@ -32,6 +37,7 @@ interface Container {
   command: string[];
   env: { name: string; value?: string; valueFrom?: unknown }[];
   ports: unknown[];
+  volumeMounts: unknown[];
   livenessProbe: { httpGet: unknown };
   readinessProbe: { httpGet: unknown };
   resources: unknown;
@@ -43,6 +49,7 @@ interface PodSpec {
   automountServiceAccountToken: boolean;
   securityContext: unknown;
   containers: Container[];
+  volumes: unknown[];
 }
 
 function synth(props: Partial<OperatorBundleProps> = {}, chartNamespace?: string): Manifest[] {
@@ -82,6 +89,13 @@ const LEASE_RULES = [
 
 /** The operator's own ClusterRole(s), not the CR authoring roles the bundle renders for admins. */
 const operatorClusterRoles = (objs: Manifest[]) => only(objs, 'ClusterRole').filter((r) => r.metadata.name === 'appkind-operator');
+const named = (objs: Manifest[], kind: string, name: string) => only(objs, kind).find((o) => o.metadata.name === name);
+
+/** What the metrics endpoint's reviews need (controller-runtime's WithAuthenticationAndAuthorization), and nothing else. */
+const METRICS_AUTH_RULES = [
+  { apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] },
+  { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] },
+];
 
 describe('OperatorBundle', () => {
   it('matches the snapshot of the default bundle (CRDs aside: lib/src/crd.ts has its own tests)', () => {
@@ -116,7 +130,7 @@ describe('OperatorBundle', () => {
     expect(operatorClusterRoles(objs)).toHaveLength(1);
     expect(clusterRole.metadata.namespace).toBeUndefined();
     expect(clusterRole.rules).toEqual(RECONCILE_RULES);
-    expect(one(objs, 'ClusterRoleBinding')).toMatchObject({
+    expect(named(objs, 'ClusterRoleBinding', 'appkind-operator')).toMatchObject({
       roleRef: { kind: 'ClusterRole', name: 'appkind-operator' },
       subjects: [{ kind: 'ServiceAccount', name: 'appkind-operator', namespace: 'appkind-system' }],
     });
@@ -129,21 +143,27 @@ describe('OperatorBundle', () => {
 
   it('never grants a wildcard, secrets, or anything beyond the listed resources', () => {
     for (const objs of [synth(), synth({ watchNamespaces: ['team-a'] })]) {
-      const rules = [...operatorClusterRoles(objs), ...only(objs, 'Role')].flatMap((r) => r.rules ?? []);
+      const metricsAuth = named(objs, 'ClusterRole', 'appkind-operator-metrics-auth')!;
+      const rules = [...operatorClusterRoles(objs), metricsAuth, ...only(objs, 'Role')].flatMap((r) => r.rules ?? []);
       const text = JSON.stringify(rules);
       expect(text).not.toContain('*');
       expect(text).not.toContain('secrets');
       expect(text).not.toContain('configmaps');
       expect(new Set(rules.flatMap((r) => r.resources))).toEqual(
-        new Set(['echoflasks', 'echoflasks/status', 'echoflasks/finalizers', 'takaras', 'takaras/status', 'takaras/finalizers', 'deployments', 'services', 'pods', 'replicasets', 'events', 'leases']),
+        new Set([
+          'echoflasks', 'echoflasks/status', 'echoflasks/finalizers', 'takaras', 'takaras/status', 'takaras/finalizers',
+          'deployments', 'services', 'pods', 'replicasets', 'events', 'leases', 'tokenreviews', 'subjectaccessreviews',
+        ]),
       );
     }
   });
 
-  it('uses a Role and RoleBinding per watched namespace and no ClusterRole otherwise', () => {
+  it('uses a Role and RoleBinding per watched namespace and no ClusterRole otherwise (but the metrics reviews\')', () => {
     const objs = synth({ watchNamespaces: ['team-a', 'team-b'] });
     expect(operatorClusterRoles(objs)).toHaveLength(0);
-    expect(only(objs, 'ClusterRoleBinding')).toHaveLength(0);
+    // TokenReviews and SubjectAccessReviews are cluster-scoped: only a ClusterRole can grant them.
+    expect(only(objs, 'ClusterRoleBinding').map((b) => b.roleRef!.name)).toEqual(['appkind-operator-metrics-auth']);
+    expect(named(objs, 'ClusterRole', 'appkind-operator-metrics-auth')!.rules).toEqual(METRICS_AUTH_RULES);
     const roles = only(objs, 'Role');
     const byNs = (ns: string) => roles.find((r) => r.metadata.namespace === ns && r.metadata.name === 'appkind-operator');
     expect(byNs('team-a')?.rules).toEqual(RECONCILE_RULES);
@@ -201,7 +221,7 @@ describe('OperatorBundle', () => {
 
   it('renders -view and -edit ClusterRoles per kind that aggregate into view, edit and admin', () => {
     const objs = synth();
-    const authoring = only(objs, 'ClusterRole').filter((r) => r.metadata.name !== 'appkind-operator');
+    const authoring = only(objs, 'ClusterRole').filter((r) => !r.metadata.name.startsWith('appkind-operator'));
     expect(authoring.map((r) => r.metadata.name).sort()).toEqual([
       'echoflasks.swallowlab.com-edit', 'echoflasks.swallowlab.com-view', 'takaras.maho.takara.org-edit', 'takaras.maho.takara.org-view',
     ]);
@@ -227,7 +247,9 @@ describe('OperatorBundle', () => {
     // CR authors get the CRs only: no status writes, no children, no Secrets or ConfigMaps.
     const text = JSON.stringify(authoring.flatMap((r) => r.rules));
     for (const word of ['*', 'deployments', 'services', 'pods', 'secrets', 'configmaps']) expect(text).not.toContain(word);
-    expect(only(synth({ authoringRoles: false }), 'ClusterRole').map((r) => r.metadata.name)).toEqual(['appkind-operator']);
+    expect(only(synth({ authoringRoles: false }), 'ClusterRole').map((r) => r.metadata.name)).toEqual([
+      'appkind-operator', 'appkind-operator-metrics-auth', 'appkind-operator-metrics-reader',
+    ]);
   });
 
   it('runs the operator non-root with a read-only root filesystem, no privilege escalation and no capabilities', () => {
@@ -248,12 +270,12 @@ describe('OperatorBundle', () => {
     });
   });
 
-  it('probes /healthz and /readyz on 8081, exposes metrics on 8080, and sets requests and limits', () => {
+  it('probes /healthz and /readyz on 8081 (plain HTTP), exposes metrics on 8443 (HTTPS), and sets requests and limits', () => {
     const c = container(synth({ image: 'registry.example/appkind-operator:1.2.3' }));
     expect(c.image).toBe('registry.example/appkind-operator:1.2.3');
     expect(c.command).toEqual(['node', 'build/operator/main.js']);
     expect(c.ports).toEqual([
-      { name: 'metrics', containerPort: 8080, protocol: 'TCP' },
+      { name: 'metrics', containerPort: 8443, protocol: 'TCP' },
       { name: 'health', containerPort: 8081, protocol: 'TCP' },
     ]);
     expect(c.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'health' });
@@ -271,7 +293,7 @@ describe('OperatorBundle', () => {
       APPKIND_LEADER_ELECT: 'true',
       APPKIND_LEASE_NAME: 'appkind-operator',
       APPKIND_LEASE_DURATION_SECONDS: '30',
-      APPKIND_METRICS_PORT: '8080',
+      APPKIND_METRICS_PORT: '8443',
       APPKIND_HEALTH_PORT: '8081',
       APPKIND_LOG_LEVEL: 'debug',
       APPKIND_WORKERS: '4',
@@ -281,6 +303,43 @@ describe('OperatorBundle', () => {
     // Every name is one the operator reads: prefixed, or the six kind variables.
     for (const name of Object.keys(env)) expect(name).toMatch(/^APPKIND_/);
     expect(one(objs, 'Deployment').spec!.replicas).toBe(2);
+  });
+
+  it('lets the operator review scrapes (tokenreviews, subjectaccessreviews create) and gives scrapers a metrics-reader ClusterRole', () => {
+    const objs = synth();
+    expect(named(objs, 'ClusterRole', 'appkind-operator-metrics-auth')!.rules).toEqual(METRICS_AUTH_RULES);
+    expect(named(objs, 'ClusterRoleBinding', 'appkind-operator-metrics-auth')).toMatchObject({
+      roleRef: { kind: 'ClusterRole', name: 'appkind-operator-metrics-auth' },
+      subjects: [{ kind: 'ServiceAccount', name: 'appkind-operator', namespace: 'appkind-system' }],
+    });
+    // The reader role is for Prometheus' identity, bound by the admin: the bundle binds it to no one.
+    expect(named(objs, 'ClusterRole', 'appkind-operator-metrics-reader')!.rules).toEqual([{ nonResourceURLs: ['/metrics'], verbs: ['get'] }]);
+    expect(only(objs, 'ClusterRoleBinding').filter((b) => b.roleRef!.name.endsWith('-metrics-reader'))).toEqual([]);
+    expect(only(objs, 'RoleBinding').filter((b) => b.roleRef!.name.endsWith('-metrics-reader'))).toEqual([]);
+  });
+
+  it('renders a ClusterIP metrics Service on 8443 and a NetworkPolicy admitting only the metrics port to the operator pods', () => {
+    const objs = synth();
+    const deployment = one(objs, 'Deployment');
+    const selector = deployment.spec!.selector!.matchLabels;
+    const service = one(objs, 'Service');
+    expect(service.metadata).toMatchObject({ name: 'appkind-operator-metrics', namespace: 'appkind-system' });
+    expect(service.spec).toEqual({ type: 'ClusterIP', selector, ports: [{ name: 'https', port: 8443, targetPort: 'metrics', protocol: 'TCP' }] });
+    const policy = one(objs, 'NetworkPolicy');
+    expect(policy.metadata).toMatchObject({ name: 'appkind-operator', namespace: 'appkind-system' });
+    // Ingress only (egress stays open for the API server); no `from`: any peer, on the metrics port alone.
+    // The health port is not listed: the kubelet probes from the node, which a NetworkPolicy always admits.
+    expect(policy.spec).toEqual({ podSelector: { matchLabels: selector }, policyTypes: ['Ingress'], ingress: [{ ports: [{ port: 8443, protocol: 'TCP' }] }] });
+    expect(only(synth({ networkPolicy: false }), 'NetworkPolicy')).toEqual([]);
+  });
+
+  it('serves /metrics with a mounted TLS Secret when one is named, else with a certificate the operator makes', () => {
+    expect(envOf(synth()).APPKIND_METRICS_CERT_DIR).toBeUndefined();
+    expect(podSpec(synth()).volumes).not.toContainEqual(expect.objectContaining({ name: 'metrics-cert' }));
+    const objs = synth({ metricsCertSecret: 'operator-metrics-tls' });
+    expect(envOf(objs).APPKIND_METRICS_CERT_DIR).toBe('/etc/appkind-metrics-cert');
+    expect(podSpec(objs).volumes).toContainEqual({ name: 'metrics-cert', secret: { secretName: 'operator-metrics-tls' } });
+    expect(container(objs).volumeMounts).toContainEqual({ name: 'metrics-cert', mountPath: '/etc/appkind-metrics-cert', readOnly: true });
   });
 
   it('holds the kinds in a ConfigMap mounted where APPKIND_CONFIG points, in the config-file format', () => {

@@ -40,8 +40,8 @@ type Rbac = KubernetesObject & { roleRef?: { name: string } };
  * What serving `kinds` needs beside the operator itself: their CRDs, the operator's reconcile RBAC
  * for them, the bundle's child admission policies admitting them, and their -view/-edit roles. The reconcile RBAC is the bundle's own (a ClusterRole, or a
  * Role in each watched namespace) under the name `<name>-kinds`, bound to the same ServiceAccount, so
- * re-applying install.yaml never takes a later kind's rights away. The lease Role, Namespace,
- * ServiceAccount, ConfigMap and Deployment are left out: a kinds edit does not touch them.
+ * re-applying install.yaml never takes a later kind's rights away. The lease Role, the metrics
+ * ClusterRoles, Namespace, ServiceAccount, ConfigMap, Deployment, metrics Service and NetworkPolicy are left out: a kinds edit does not touch them.
  */
 export function kindsObjects(props: OperatorBundleProps): KubernetesObject[] {
   const name = props.name ?? DEFAULT_NAME;
@@ -55,8 +55,10 @@ export function kindsObjects(props: OperatorBundleProps): KubernetesObject[] {
     if (o.kind === 'CustomResourceDefinition' || o.kind?.startsWith('ValidatingAdmissionPolicy')) return [o];
     if (!RBAC.includes(o.kind!)) return [];
     if (o.metadata?.name === name) return [renamed(o)];
-    // the kinds' authoring roles; not the lease Role and its binding
-    return o.metadata?.name?.endsWith('-leader-election') ? [] : [o];
+    // the kinds' authoring roles; not the lease Role and its binding, nor the metrics reviews' and
+    // readers' roles (they serve no kind: `kinds --print | kubectl delete -f -` must leave them)
+    const own = ['-leader-election', '-metrics-auth', '-metrics-reader'].map((suffix) => `${name}${suffix}`);
+    return own.includes(o.metadata?.name ?? '') ? [] : [o];
   });
 }
 

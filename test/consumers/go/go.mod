@@ -5,7 +5,7 @@ go 1.25.0
 require (
 	github.com/aws/constructs-go/constructs/v10 v10.8.1
 	github.com/aws/jsii-runtime-go v1.140.0
-	github.com/cdk8s-appkind/cdk8s-appkind-go/cdk8sappkind v0.1.0
+	cdk8sappkind v0.1.0
 	github.com/cdk8s-team/cdk8s-core-go/cdk8s/v2 v2.70.106
 	github.com/cdk8s-team/cdk8s-plus-go/cdk8splus27/v2 v2.9.5
 )
@@ -30,7 +30,7 @@ require (
 // assemblies (the packed library, and cdk8s and cdk8s-plus-27 from node_modules) into _bindings/,
 // which test/consumers/go.test.ts makes next to a copy of this module.
 replace (
-	github.com/cdk8s-appkind/cdk8s-appkind-go/cdk8sappkind => ./_bindings/cdk8sappkind
+	cdk8sappkind => ./_bindings/cdk8sappkind
 	github.com/cdk8s-team/cdk8s-core-go/cdk8s/v2 => ./_bindings/cdk8s
 	github.com/cdk8s-team/cdk8s-plus-go/cdk8splus27/v2 => ./_bindings/cdk8splus27
 )

@@ -6,9 +6,9 @@ package main
 import (
 	"fmt"
 
+	"cdk8sappkind"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
-	"github.com/cdk8s-appkind/cdk8s-appkind-go/cdk8sappkind"
 	"github.com/cdk8s-team/cdk8s-core-go/cdk8s/v2"
 	"github.com/cdk8s-team/cdk8s-plus-go/cdk8splus27/v2"
 )
