@@ -186,7 +186,6 @@ export function structuredSettingsSchema(names: string[]): Schema {
 /** The whole file: `kinds:` and a list of kinds (a bare list is accepted too). */
 export const CONFIG_SCHEMA: Schema = {
   $schema: 'http://json-schema.org/draft-07/schema#',
-  $id: 'https://github.com/cdk8s-appkind/cdk8s-appkind/schema/appkinds.schema.json',
   title: 'cdk8s-appkind kinds (APPKIND_CONFIG)',
   definitions: { kind: KIND, ...DEFINITIONS },
   oneOf: [

@@ -68,6 +68,14 @@ describe('node component settings', () => {
     expect(apiserverArgs(ports, files).some((a) => a.startsWith('--kubelet-preferred-address-types'))).toBe(false);
   });
 
+  it('the audit log, when asked for, is one file that is never rotated (lumberjack rotates at 100 MB by default)', () => {
+    const args = apiserverArgs(ports, { ...files, auditPolicy: '/a/policy.yaml', auditLog: '/a/audit.log' });
+    expect(args).toEqual(expect.arrayContaining(['--audit-log-path=/a/audit.log', '--audit-log-mode=blocking']));
+    const maxsize = args.find((a) => a.startsWith('--audit-log-maxsize='));
+    expect(Number(maxsize?.split('=')[1])).toBeGreaterThanOrEqual(100_000);
+    expect(apiserverArgs(ports, files).some((a) => a.startsWith('--audit-log'))).toBe(false);
+  });
+
   it('containerd restricts oom_score_adj, pins the sandbox image and keeps netns in its state folder', () => {
     const toml = containerdConfig({ dir: '/n', cniBinDir: '/n/cni/bin', cniConfDir: '/n/cni/net.d', runc: '/usr/sbin/runc', sandboxImage: 'localhost/appkind/pause:abc', snapshotter: 'overlayfs' });
     expect(toml).toMatch(/restrict_oom_score_adj = true/);
