@@ -95,7 +95,11 @@ async function secureMetrics(settings: OperatorSettings, reviews: RestClient, lo
 async function run(settings: OperatorSettings, log: Logger): Promise<void> {
   const kc = await loadKubeAccess();
   const metrics = new OperatorMetrics();
-  const operator = new Operator(kc, settings, log, metrics);
+  const identity = settings.identity ?? `${hostname()}_${process.pid}`;
+  // The identity in every request's User-Agent: audit logs tell the replicas of one ServiceAccount apart.
+  const operator = new Operator(kc, settings, log, metrics, {
+    userAgent: `appkind-operator (${process.platform}/${process.arch}) ${identity}`,
+  });
   const reviews = settings.metricsSecure && settings.metricsPort >= 0 ? new RestClient(kc) : undefined;
   const secure = reviews && (await secureMetrics(settings, reviews, log));
   const servers = await startProbeServers({
@@ -131,13 +135,17 @@ async function run(settings: OperatorSettings, log: Logger): Promise<void> {
     ? new LeaderElector(operator.rest, {
         namespace: leaseNamespace(settings),
         name: settings.leaseName,
-        identity: settings.identity ?? `${hostname()}_${process.pid}`,
+        identity,
         leaseDurationSeconds: settings.leaseDurationSeconds,
         renewDeadlineSeconds: settings.renewDeadlineSeconds,
         retryPeriodSeconds: settings.retryPeriodSeconds,
         log,
       })
     : undefined;
+
+  // With leader election, only a leader within its renew deadline writes (checked at each write).
+  // The metrics reviews (their own client) are not fenced: they are not writes, and a standby serves /metrics too.
+  if (elector) operator.rest.fenceWrites(() => elector.mayWrite());
 
   let stopping = false;
   const shutdown = async (signal: string, code: number) => {
@@ -176,11 +184,11 @@ async function run(settings: OperatorSettings, log: Logger): Promise<void> {
       log.info('became leader', { lease: settings.leaseName });
       operator.startWorkers();
     },
-    // Like controller-runtime: a replica that lost the lease exits and is restarted as a standby.
+    // Like controller-runtime: a replica that lost the lease exits at once, without draining (its
+    // writes are fenced already), and is restarted as a standby. Another replica may lead by now.
     onStoppedLeading: () => {
-      metrics.leader(settings.leaseName, false);
       log.error('lost leadership; exiting');
-      void shutdown('leader-lost', 1);
+      process.exit(1);
     },
     onNewLeader: (identity) => log.info('leader is', { identity }),
   });

@@ -26,6 +26,7 @@ import {
   statusOnlyChange,
 } from './indexes.js';
 import { ConflictWatches } from './conflicts.js';
+import { DeletedChildren } from './deleted-children.js';
 import { NodePortWaits } from './nodeports.js';
 import { CachedResource, CHILD_SELECTOR, controllerOf, Reconciler } from './reconcile.js';
 import { RenderCache } from './render-cache.js';
@@ -87,17 +88,25 @@ export class Operator {
   private readonly ownStatusWrites = new OwnStatusWrites();
   private readonly conflicts: ConflictWatches;
   private readonly nodePortWaits: NodePortWaits;
+  /** Children seen deleted while their CR is still cached (the CR's DELETED event may come after). */
+  private readonly deletedChildren: DeletedChildren;
 
   constructor(
     kc: KubeAccess,
     private readonly settings: OperatorSettings,
     private readonly log: Logger,
     metrics: OperatorMetrics,
+    /** `userAgent`: the User-Agent of every request (default none). */
+    client: { userAgent?: string } = {},
   ) {
     this.kinds = new Map(settings.kinds.map((k) => [k.kind, k]));
     const onThrottled = (method: string, code: number) => metrics.throttled(method, code);
-    const rest = (this.rest = new RestClient(kc, (verb, code) => metrics.apiRequest(verb, code), { onThrottled }));
+    const rest = (this.rest = new RestClient(kc, (verb, code) => metrics.apiRequest(verb, code), {
+      onThrottled,
+      userAgent: client.userAgent,
+    }));
     const expectations = new Expectations();
+    const deletedChildren = (this.deletedChildren = new DeletedChildren());
     // Children keep our own apply entry of managedFields: what we own, to release what render() stops giving.
     const children = { transform: withOwnManagedFields(settings.fieldManager), indexers: { [OWNER_INDEX]: ownerIndex } };
     const watching = { rest, log, namespaces: settings.namespaces, staleMs: settings.watchStaleSeconds * 1000, onThrottled };
@@ -143,6 +152,7 @@ export class Operator {
             pacer: new StatusPacer(settings.statusIntervalMs),
             ownStatusWrites: this.ownStatusWrites,
             conflicts: this.conflicts,
+            deletedChildren,
           });
           return (key, log) => reconciler.reconcile(key, log);
         },
@@ -162,7 +172,10 @@ export class Operator {
    */
   private onCr(keys: KeySink, { type, obj, old, source }: WatchEvent<CachedResource>): void {
     const key = refKey(refOf(source.kind, obj));
-    if (type === 'delete') this.ownStatusWrites.forget(key);
+    if (type === 'delete') {
+      this.ownStatusWrites.forget(key);
+      this.deletedChildren.ownerDeleted(obj.metadata.uid);
+    }
     this.nodePortWaits.observe(key, type !== 'delete' && waitsForNodePort(obj));
     if (type === 'update' && statusOnlyChange(old, obj) && this.ownStatusWrites.isOwn(key, obj.metadata?.resourceVersion)) {
       keys.addUnlessFailing(key);
@@ -175,6 +188,7 @@ export class Operator {
   /** A Deployment event: its CR, when a change reconcile reads (not each status tick of the controller). */
   private onDeployment(keys: KeySink, { type, obj, old }: WatchEvent<V1Deployment>, expectations: Expectations): void {
     expectations.observed('Deployment', obj);
+    this.deletedChildren.observed('Deployment', obj, type === 'delete');
     if (type !== 'update' || deploymentChanged(old, obj)) this.ownerOf(keys, obj);
     if (type === 'delete') this.conflictingWith(keys, 'Deployment', obj);
   }
@@ -182,6 +196,7 @@ export class Operator {
   /** A Service event: its CR, and the CRs waiting for a NodePort it gave up. */
   private onService(keys: KeySink, { type, obj, old }: WatchEvent<V1Service>, expectations: Expectations): void {
     expectations.observed('Service', obj);
+    this.deletedChildren.observed('Service', obj, type === 'delete');
     this.ownerOf(keys, obj);
     this.waitingFor(keys, freedNodePorts(type, obj, old));
     if (type === 'delete') this.conflictingWith(keys, 'Service', obj);

@@ -4,6 +4,7 @@ import { AppResource, appPropsFor, KubeObject } from '../kinds/render.js';
 import { appliedFieldsOf, drift as driftOf, firstReleased } from './apply.js';
 import { CacheReader, OWNER_INDEX } from '../runtime/cache.js';
 import { ConflictTracker } from './conflicts.js';
+import type { DeletedChildren } from './deleted-children.js';
 import { Expectations } from '../runtime/expectations.js';
 import { parseRefKey, refKey, refOf } from '../runtime/ref.js';
 import { EventRecorder } from '../runtime/events.js';
@@ -63,6 +64,8 @@ export interface ReconcilerDeps {
   readonly ownStatusWrites?: OwnStatusWrites;
   /** Told which objects of someone else's take a CR's child names (watched until they go). */
   readonly conflicts?: ConflictTracker;
+  /** Children seen deleted while their CR was cached: the CR is read live before they are created again. */
+  readonly deletedChildren?: DeletedChildren;
 }
 
 /** Throws ThrottledError when the server throttled the request: no failure of the CR, only "later". */
@@ -124,6 +127,12 @@ export class Reconciler {
         failure = { reason: 'InvalidSpec', message: (e as Error).message };
       }
     }
+    if (await this.goneMeanwhile(cr, desired, log)) {
+      this.renders.forget(ref);
+      this.deps.pacer?.forget(key);
+      this.deps.conflicts?.observe(key, []);
+      return;
+    }
     // What status reads of the props (names, labels, size) holds also for a spec render() refused.
     const props = rendered?.props ?? appPropsFor(kind, cr);
     // The children are independent: apply them in parallel, report the first failure in order.
@@ -150,6 +159,52 @@ export class Reconciler {
     }
     if (failure) throw new ReconcileError(failure);
     return waitMs > 0 ? { requeueAfterMs: waitMs } : undefined;
+  }
+
+  /**
+   * Whether `cr`, still in the cache, is gone from the API server (deleted, or replaced by a CR of a
+   * new uid), asked only when a child it would create is one this process saw deleted
+   * (DeletedChildren): the garbage collector deletes a deleted CR's children, and their DELETED
+   * events can arrive before the CR's own. Creating them again would only give the garbage collector
+   * a second delete. The read is from etcd (no resourceVersion): the CR's deletion precedes the
+   * garbage collector's, so a child's deletion already watched means the read sees the CR's.
+   */
+  private async goneMeanwhile(cr: CachedResource, desired: KubeObject[], log: Logger): Promise<boolean> {
+    const uid = cr.metadata.uid;
+    const deleted = this.deps.deletedChildren;
+    if (!deleted || deleted.size === 0) return false;
+    const recreating = desired.filter((obj) => {
+      const cache = this.cacheFor(obj.kind);
+      return (
+        cache &&
+        deleted.seen(uid, obj.kind) &&
+        !this.expectations.resolve(
+          obj.kind,
+          obj.metadata.namespace,
+          obj.metadata.name,
+          cache.get(obj.metadata.namespace, obj.metadata.name),
+        )
+      );
+    });
+    if (recreating.length === 0) return false;
+    let live: CachedResource | undefined;
+    try {
+      live = await this.deps.rest.get<CachedResource>({
+        apiVersion: cr.apiVersion,
+        kind: cr.kind,
+        metadata: { namespace: cr.metadata.namespace, name: cr.metadata.name },
+      });
+    } catch (e) {
+      const f = apiFailure(e);
+      throwIfThrottled(f, `reading ${cr.kind} ${cr.metadata.namespace}/${cr.metadata.name}`);
+      throw e;
+    }
+    const gone = !live || live.metadata.uid !== uid || !!live.metadata.deletionTimestamp;
+    if (gone)
+      log.info('CR gone, its deletion not watched yet; not creating its deleted children again', {
+        objects: recreating.map((obj) => describeObject(obj)),
+      });
+    return gone;
   }
 
   private owned(obj: KubeObject, cr: CachedResource): KubeObject {

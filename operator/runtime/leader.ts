@@ -22,6 +22,11 @@ export interface LeaderElectorOptions {
   readonly retryPeriodSeconds: number;
   /** @default no logging */
   readonly log?: Logger;
+  /**
+   * Monotonic milliseconds: expiry, renew deadline, retry timing. Never compared with the Lease's
+   * own timestamps, which come from whichever host wrote them. @default performance.now
+   */
+  readonly clock?: () => number;
 }
 
 /** What to do when leadership changes. */
@@ -38,31 +43,65 @@ export interface LeaderCallbacks {
   onNewLeader?(identity: string): void;
 }
 
-/** The part of a Lease spec that decides who leads. */
+/** The part of a Lease spec that decides who leads (times as the API server spells them). */
 export interface LeaseRecord {
   readonly holderIdentity?: string;
-  /** Milliseconds since the epoch, or undefined when the Lease has no renew time. */
-  readonly renewTimeMs?: number;
   readonly leaseDurationSeconds?: number;
+  readonly acquireTime?: Date | string;
+  readonly renewTime?: Date | string;
+  readonly leaseTransitions?: number;
 }
 
 /**
- * Whether another candidate validly holds the lease at `nowMs`: it names a holder other than
- * `identity` whose renewTime + leaseDuration lies in the future. An empty holder (a released lease)
- * or a missing renew time counts as free.
+ * What this process last saw of the Lease, and when by its own monotonic clock (client-go's
+ * observedRecord and observedTime). Another holder's claim lasts its leaseDurationSeconds from when
+ * this process saw the record change, never from the renewTime in it: that time comes from another
+ * host's clock, and judging it against ours would let a clock running ahead take a lease that is
+ * still being renewed, or one running behind wait out a lease long dead.
  */
-export function heldByOther(record: LeaseRecord, identity: string, nowMs: number, fallbackDurationSeconds: number): boolean {
-  const holder = record.holderIdentity ?? '';
-  if (holder === '' || holder === identity || record.renewTimeMs === undefined) return false;
-  const durationMs = (record.leaseDurationSeconds ?? fallbackDurationSeconds) * 1000;
-  return record.renewTimeMs + durationMs > nowMs;
+export class LeaseObservation {
+  private record?: string;
+  private observedAtMs = 0;
+  private holderIdentity = '';
+  private durationSeconds?: number;
+
+  /** @param clock monotonic milliseconds (performance.now in the operator) */
+  constructor(private readonly clock: () => number) {}
+
+  /** Notes the Lease as read, or as this process's own write returned it; a changed record restarts its time. */
+  observe(record: LeaseRecord): void {
+    const key = JSON.stringify([
+      record.holderIdentity ?? '',
+      record.leaseDurationSeconds,
+      spelled(record.acquireTime),
+      spelled(record.renewTime),
+      record.leaseTransitions,
+    ]);
+    if (key === this.record) return;
+    this.record = key;
+    this.observedAtMs = this.clock();
+    this.holderIdentity = record.holderIdentity ?? '';
+    this.durationSeconds = record.leaseDurationSeconds;
+  }
+
+  /** The holder of the record last seen ('' for none or a released Lease). */
+  get holder(): string {
+    return this.holderIdentity;
+  }
+
+  /**
+   * Whether a candidate other than `identity` holds the Lease now: the record names it, and this
+   * process saw that record change less than its lease duration (else `fallbackDurationSeconds`) ago.
+   */
+  heldByOther(identity: string, fallbackDurationSeconds: number): boolean {
+    if (this.record === undefined || this.holderIdentity === '' || this.holderIdentity === identity) return false;
+    return this.clock() < this.observedAtMs + (this.durationSeconds ?? fallbackDurationSeconds) * 1000;
+  }
 }
 
-/** Lease times arrive as strings (client-node does not parse MicroTime); accept Date or string. */
-function timeMs(value: Date | string | undefined): number | undefined {
-  if (value === undefined || value === null) return undefined;
-  const ms = new Date(value).getTime();
-  return Number.isNaN(ms) ? undefined : ms;
+/** A Lease time as the record spells it (a string from the server; a Date where client-node parsed it). */
+function spelled(value: Date | string | undefined): string | undefined {
+  return value instanceof Date ? value.toISOString() : (value ?? undefined);
 }
 
 function statusOf(e: unknown): number | undefined {
@@ -76,18 +115,21 @@ function microTime(ms: number): string {
 
 /**
  * Campaigns for a Lease and keeps renewing it while leading. A candidate takes the Lease when it
- * is absent, released (no holder) or expired (renewTime + leaseDurationSeconds in the past); writes
- * carry the read resourceVersion, so of two racing candidates one gets 409 Conflict and retries.
- * Expiry is judged against renewTime with this host's clock: keep node clocks in sync (NTP).
+ * is absent, released (no holder) or expired: its record unchanged for leaseDurationSeconds since
+ * this process saw it change (client-go's rule; no remote timestamp is compared with this host's
+ * clock). Writes carry the read resourceVersion, so of two racing candidates one gets 409 Conflict.
+ * `mayWrite` fences the operator's other writes: only a leader within its renew deadline writes.
  */
 export class LeaderElector {
   private readonly log: Logger;
   private callbacks?: LeaderCallbacks;
   private leading = false;
   private stopped = false;
-  /** When the last successful acquire/renew was sent (the renewTime it wrote), ms since epoch. */
+  /** When the last successful acquire/renew was sent, on the monotonic clock. */
   private lastRenewMs = 0;
-  private observedHolder = '';
+  private announcedHolder = '';
+  private readonly clock: () => number;
+  private readonly observed: LeaseObservation;
   /** The Lease as our last successful write returned it (its resourceVersion): the leader's renewals start from it. */
   private lastWritten?: V1Lease;
   private sleeping?: { timer: NodeJS.Timeout; wake: () => void };
@@ -111,11 +153,28 @@ export class LeaderElector {
     }
     if (opts.retryPeriodSeconds <= 0) throw new Error(`leader election: retry period must be positive, got ${opts.retryPeriodSeconds}s`);
     this.log = (opts.log ?? silentLogger).child({ lease: `${opts.namespace}/${opts.name}`, identity: opts.identity });
+    this.clock = opts.clock ?? (() => performance.now());
+    this.observed = new LeaseObservation(this.clock);
   }
 
   /** Whether this candidate currently leads. */
   isLeader(): boolean {
     return this.leading;
+  }
+
+  /**
+   * The write fence (RestClient.fenceWrites): undefined while this candidate leads and its last
+   * renewal was sent less than the renew deadline ago, else why it may not write. Checked by the
+   * clock at each write, not only by the renew loop: a process frozen past its lease (SIGSTOP, a
+   * paused VM) wakes with timers and socket data queued, and whichever runs first must not write.
+   * Past the deadline leadership is lost here and now (onStoppedLeading), as in the renew loop.
+   */
+  mayWrite(): string | undefined {
+    if (!this.leading) return 'not the leader';
+    if (this.clock() < this.renewDeadlineMs()) return undefined;
+    const reason = `could not renew within ${this.opts.renewDeadlineSeconds}s`;
+    this.lose(reason);
+    return `leadership lost: ${reason}`;
   }
 
   /**
@@ -192,19 +251,19 @@ export class LeaderElector {
         // The next renewal one retry period after this one began (its renewTime), not after it
         // ended: the renew deadline counts from the renewTime, so a slow round trip must not also
         // delay the next renewal and leave it less of the deadline, or a leader on a busy machine loses its lease.
-        await this.sleep(Math.max(0, this.lastRenewMs + retryMs - Date.now()));
+        await this.sleep(Math.max(0, this.lastRenewMs + retryMs - this.clock()));
       } else {
         // A renewal failed before the deadline (an error answer): try again soon, until the deadline.
         // A throttled one waits out the server's Retry-After, but never past the deadline: a leader
         // sleeping through it would go on leading on a Lease that may have expired, and a standby
         // take it meanwhile. At the deadline the next attempt steps down.
-        const untilDeadlineMs = Math.max(0, this.renewDeadlineMs() - Date.now());
+        const untilDeadlineMs = Math.max(0, this.renewDeadlineMs() - this.clock());
         await this.sleep(Math.min(Math.max(Math.min(retryMs, RETRY_RENEWAL_MS), throttledMs), untilDeadlineMs));
       }
     }
   }
 
-  /** When the leader must have renewed by (its last renewTime + the renew deadline), ms since epoch. */
+  /** When the leader must have renewed by (its last renewal sent + the renew deadline), on the monotonic clock. */
   private renewDeadlineMs(): number {
     return this.lastRenewMs + this.opts.renewDeadlineSeconds * 1000;
   }
@@ -216,15 +275,15 @@ export class LeaderElector {
    * leaves no renewal of its own in flight to land afterwards.
    */
   private async attempt(): Promise<boolean> {
-    const deadlineMs = this.leading ? this.renewDeadlineMs() : Date.now() + this.opts.renewDeadlineSeconds * 1000;
-    if (this.leading && Date.now() >= deadlineMs) {
+    const deadlineMs = this.leading ? this.renewDeadlineMs() : this.clock() + this.opts.renewDeadlineSeconds * 1000;
+    if (this.leading && this.clock() >= deadlineMs) {
       this.lose(`could not renew within ${this.opts.renewDeadlineSeconds}s`);
       return false;
     }
     let outcome: { held: true; at: number } | { held: false; takenBy?: string };
     this.throttledForMs = undefined;
     const abort = new AbortController();
-    const timeoutMs = Math.max(deadlineMs - Date.now(), 1);
+    const timeoutMs = Math.max(deadlineMs - this.clock(), 1);
     const timer = setTimeout(() => abort.abort(new Error(`lease request timed out after ${timeoutMs} ms (the renew deadline)`)), timeoutMs);
     try {
       outcome = await withTimeout(this.tryAcquireOrRenew(abort.signal), timeoutMs, 'lease request');
@@ -255,30 +314,41 @@ export class LeaderElector {
     }
     if (!this.leading) return false;
     if (outcome.takenBy !== undefined) this.lose(`the lease is now held by ${outcome.takenBy}`);
-    else if (Date.now() >= deadlineMs) this.lose(`could not renew within ${this.opts.renewDeadlineSeconds}s`);
+    else if (this.clock() >= deadlineMs) this.lose(`could not renew within ${this.opts.renewDeadlineSeconds}s`);
     return false;
   }
 
   private lose(reason: string): void {
+    if (this.stopped) return;
     this.log.error('lost leadership', { reason });
     this.halt();
     this.callbacks?.onStoppedLeading();
   }
 
-  /** Reads the Lease and claims or renews it when free, expired or ours. */
+  /**
+   * Reads the Lease and claims or renews it when free, expired or ours. A leader that finds another
+   * holder named has lost it, whatever that holder's claim looks like: both may have written meanwhile.
+   */
   private async tryAcquireOrRenew(signal?: AbortSignal): Promise<{ held: true; at: number } | { held: false; takenBy?: string }> {
     const { name, namespace, identity } = this.opts;
-    const nowMs = Date.now();
-    const now = microTime(nowMs);
+    // Sent at: the renew deadline and the write fence count from here, before any request goes out.
+    const sentMs = this.clock();
+    // The Lease's times are for people and for other clients; nothing here compares them with a clock.
+    const now = microTime(Date.now());
     const mine = { holderIdentity: identity, leaseDurationSeconds: this.opts.leaseDurationSeconds, renewTime: now };
+    const held = (written: V1Lease) => {
+      this.lastWritten = written;
+      this.observed.observe(written.spec ?? {});
+      this.announce(identity);
+      return { held: true as const, at: sentMs };
+    };
     // Fast path (client-go's too): the leader renews with one write of the Lease its last write
     // returned. That write's resourceVersion makes it a compare-and-swap: if anyone wrote since, it
     // fails with 409 and the read-then-write below decides. One round trip instead of two.
     const last = this.leading ? this.lastWritten : undefined;
     if (last) {
       try {
-        this.lastWritten = await this.request<V1Lease>('PUT', { ...last, spec: { ...last.spec, ...mine } }, signal);
-        return { held: true, at: nowMs };
+        return held(await this.request<V1Lease>('PUT', { ...last, spec: { ...last.spec, ...mine } }, signal));
       } catch (e) {
         if (statusOf(e) !== 409) throw e;
         this.lastWritten = undefined;
@@ -290,7 +360,7 @@ export class LeaderElector {
       lease = await this.request<V1Lease>('GET', undefined, signal);
     } catch (e) {
       if (statusOf(e) !== 404) throw e;
-      this.lastWritten = await this.request<V1Lease>(
+      const created = await this.request<V1Lease>(
         'POST',
         {
           apiVersion: 'coordination.k8s.io/v1',
@@ -300,16 +370,14 @@ export class LeaderElector {
         },
         signal,
       );
-      this.observe(identity);
-      return { held: true, at: nowMs };
+      return held(created);
     }
     const spec = lease.spec ?? {};
     const holder = spec.holderIdentity ?? '';
-    this.observe(holder);
-    const record = { holderIdentity: holder, renewTimeMs: timeMs(spec.renewTime), leaseDurationSeconds: spec.leaseDurationSeconds };
-    if (heldByOther(record, identity, nowMs, this.opts.leaseDurationSeconds)) {
-      return { held: false, takenBy: holder };
-    }
+    this.observed.observe(spec);
+    this.announce(holder);
+    if (this.leading && holder !== '' && holder !== identity) return { held: false, takenBy: holder };
+    if (this.observed.heldByOther(identity, this.opts.leaseDurationSeconds)) return { held: false };
     const takeover = holder !== identity;
     const body = {
       ...lease,
@@ -321,15 +389,15 @@ export class LeaderElector {
       },
     };
     // metadata.resourceVersion from the read makes this a compare-and-swap: 409 if anyone wrote since.
-    this.lastWritten = await this.request<V1Lease>('PUT', body, signal);
+    const written = await this.request<V1Lease>('PUT', body, signal);
     if (takeover) this.log.info('took over the lease', { previousHolder: holder || undefined });
-    this.observe(identity);
-    return { held: true, at: nowMs };
+    return held(written);
   }
 
-  private observe(holder: string): void {
-    if (holder === this.observedHolder) return;
-    this.observedHolder = holder;
+  /** Tells of a holder not seen before (onNewLeader). */
+  private announce(holder: string): void {
+    if (holder === this.announcedHolder) return;
+    this.announcedHolder = holder;
     if (holder !== '') {
       this.log.info('new leader observed', { leader: holder });
       if (!this.stopped) this.callbacks?.onNewLeader?.(holder);
@@ -340,7 +408,12 @@ export class LeaderElector {
   private request<T = unknown>(method: 'GET' | 'PUT' | 'POST', body?: object, signal?: AbortSignal): Promise<T> {
     const { name, namespace } = this.opts;
     const collection = `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/leases`;
-    return this.rest.request<T>(method, method === 'POST' ? collection : `${collection}/${encodeURIComponent(name)}`, { body, signal });
+    // Unfenced: the fence (mayWrite) keeps the operator's writes to the leader; these decide who that is.
+    return this.rest.request<T>(method, method === 'POST' ? collection : `${collection}/${encodeURIComponent(name)}`, {
+      body,
+      signal,
+      unfenced: true,
+    });
   }
 
   private sleep(ms: number): Promise<void> {

@@ -1,6 +1,8 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { Agent as HttpsAgent, AgentOptions, request as httpsRequest, RequestOptions } from 'node:https';
-import { Agent as HttpAgent, OutgoingHttpHeaders, request as httpRequest } from 'node:http';
+import { Agent as HttpAgent, ClientRequest, OutgoingHttpHeaders, request as httpRequest } from 'node:http';
+import type { Socket } from 'node:net';
+import { TLSSocket } from 'node:tls';
 import type { KubeAccess } from './kubeconfig.js';
 import { abortError, sleep } from './sleep.js';
 import { BackoffOptions, isThrottled, parseRetryAfter, throttleDelayMs } from './throttle.js';
@@ -77,7 +79,23 @@ export interface RequestOpts {
    * deadline so: no retry of it is sent after the leader stepped down.
    */
   readonly signal?: AbortSignal;
+  /** Sent even while the write fence is closed: leader election's own Lease requests. @default false */
+  readonly unfenced?: boolean;
 }
+
+/**
+ * Decides, at the moment a write would go out, whether it may: undefined to send it, else why not.
+ * Leader election fences the client so: only a leader whose lease is current writes.
+ */
+export type WriteFence = () => string | undefined;
+
+/** A write the fence held back: it never left the process. */
+export class WriteRefused extends Error {
+  override readonly name = 'WriteRefused';
+}
+
+/** Methods that change nothing on the server; every other method is a write. */
+const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 export const APPLY_PATCH = 'application/apply-patch+yaml';
 export const MERGE_PATCH = 'application/merge-patch+json';
@@ -90,6 +108,24 @@ export const CREDENTIALS_TTL_MS = 60_000;
  * FIN). The API server sends a bookmark to every watch that asks for them about once a minute.
  */
 export const WATCH_IDLE_MS = 150_000;
+
+/**
+ * Sends the request's headers and body only once its connection is up, and only if `fence` allows
+ * it then: the check and the hand-over of the bytes to the kernel happen in one turn of the event
+ * loop, so a process frozen in between (SIGSTOP) cannot wake to a write queued before it froze.
+ */
+function endWhenFenceAllows(req: ClientRequest, body: string | undefined, fence: WriteFence): void {
+  const go = () => {
+    const refusal = fence();
+    if (refusal === undefined) req.end(body);
+    else req.destroy(new WriteRefused(refusal));
+  };
+  req.once('socket', (socket: Socket) => {
+    // A new connection is still connecting when handed over; a kept-alive one is ready.
+    if (!socket.connecting) go();
+    else socket.once(socket instanceof TLSSocket ? 'secureConnect' : 'connect', go);
+  });
+}
 
 /** What every request carries: auth headers and the one connection pool. */
 interface Credentials {
@@ -131,15 +167,17 @@ export class RestClient {
   private pool?: { fingerprint: string; agent: HttpsAgent | HttpAgent };
   private opened = 0;
   private readonly credentialsTtlMs: number;
+  private fence?: WriteFence;
 
   /**
    * @param kc this package's kubeconfig (loadKubeAccess) or client-node's KubeConfig
-   * @param throttle also `credentialsTtlMs`: how often credentials are read again (default a minute)
+   * @param throttle also `credentialsTtlMs`: how often credentials are read again (default a minute),
+   *   and `userAgent`: the User-Agent header, which audit logs record (default none)
    */
   constructor(
     private readonly kc: KubeAccess,
     private readonly onRequest: (verb: string, code: number) => void = () => undefined,
-    private readonly throttle: ThrottleOptions & { credentialsTtlMs?: number } = {},
+    private readonly throttle: ThrottleOptions & { credentialsTtlMs?: number; userAgent?: string } = {},
   ) {
     const cluster = kc.getCurrentCluster();
     if (!cluster) throw new Error('kubeconfig has no current cluster; set KUBECONFIG or run in a cluster');
@@ -182,6 +220,16 @@ export class RestClient {
     return load;
   }
 
+  /**
+   * From now on every write (any method but GET, HEAD, OPTIONS; not `unfenced` ones) is checked
+   * against `fence` at the moment it would go out: after any wait for credentials, a connection or
+   * a throttled retry, in the same turn as its bytes are handed to the socket. A refused write
+   * rejects with an ApiError of reason `WriteRefused` and never reaches the server.
+   */
+  fenceWrites(fence: WriteFence): void {
+    this.fence = fence;
+  }
+
   /** Connections opened so far (requests on a kept-alive connection do not count). */
   get connectionsOpened(): number {
     return this.opened;
@@ -206,9 +254,14 @@ export class RestClient {
       refresh = false;
       let sent: { code: number; text: string; retryAfter?: string };
       try {
-        sent = await this.send(url, method, path, body, opts.contentType, creds, signal);
+        const fence = opts.unfenced || READ_METHODS.has(method) ? undefined : this.fence;
+        sent = await this.send(url, method, path, body, opts.contentType, creds, signal, fence);
       } catch (e) {
         if (signal?.aborted) throw abortError(signal);
+        if (e instanceof WriteRefused) {
+          this.onRequest(method, 0);
+          throw new ApiError(0, 'WriteRefused', `${method} ${path} not sent: ${e.message}`, method, path);
+        }
         // A kept-alive socket the server closed meanwhile (an API server restart, an idle timeout)
         // fails on first use; the request never reached the server, so sending it again is safe.
         if ((e as { reused?: boolean }).reused && !resent) {
@@ -304,7 +357,7 @@ export class RestClient {
       method: 'GET',
       agent: creds.agent,
       auth: creds.auth,
-      headers: { ...creds.headers, Accept: 'application/json' },
+      headers: { ...this.userAgent(), ...creds.headers, Accept: 'application/json' },
     };
     const send = url.protocol === 'http:' ? httpRequest : httpsRequest;
     return new Promise<void>((resolve, reject) => {
@@ -400,6 +453,7 @@ export class RestClient {
     contentType: string | undefined,
     creds: Credentials,
     signal?: AbortSignal,
+    fence?: WriteFence,
   ): Promise<{ code: number; text: string; retryAfter?: string }> {
     const options: RequestOptions = {
       method,
@@ -407,6 +461,7 @@ export class RestClient {
       agent: creds.agent,
       auth: creds.auth,
       headers: {
+        ...this.userAgent(),
         ...creds.headers,
         Accept: 'application/json',
         ...(body !== undefined ? { 'Content-Type': contentType ?? 'application/json', 'Content-Length': Buffer.byteLength(body) } : {}),
@@ -430,8 +485,13 @@ export class RestClient {
         reject(Object.assign(e, { reused }));
       });
       req.setTimeout(60_000, () => req.destroy(new Error(`${method} ${path}: no answer within 60 s`)));
-      req.end(body);
+      if (fence) endWhenFenceAllows(req, body, fence);
+      else req.end(body);
     });
+  }
+
+  private userAgent(): OutgoingHttpHeaders {
+    return this.throttle.userAgent ? { 'User-Agent': this.throttle.userAgent } : {};
   }
 
   /** URL path of a collection or, with a name, of one object; resource names come from discovery. */

@@ -1,13 +1,13 @@
 // Leader election against the real control plane: two candidates on one Lease.
 import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
-import { CoordinationV1Api, KubeConfig, KubernetesObject, V1Lease, V1MicroTime, Watch } from '@kubernetes/client-node';
+import { CoordinationV1Api, KubeConfig, KubernetesObject, V1Deployment, V1Lease, V1MicroTime, Watch } from '@kubernetes/client-node';
 import { AddressInfo, connect, createServer, Server, Socket } from 'node:net';
 import { SAMPLE_KIND } from '../../operator/kinds/config.js';
 import { LeaderCallbacks, LeaderElector } from '../../operator/runtime/leader.js';
-import { RestClient } from '../../operator/runtime/rest.js';
+import { ApiError, RestClient } from '../../operator/runtime/rest.js';
 import { applyManifests } from '../../tools/controlplane/apply.js';
-import { createTestNamespace, eventually, sharedCluster, sharedServiceAccountKubeconfig } from './cluster.js';
-import { installOperatorIdentity, OPERATOR_SA } from './operator-process.js';
+import { createTestNamespace, crObject, eventually, readSharedAuditLog, sharedCluster, sharedServiceAccountKubeconfig } from './cluster.js';
+import { installCrds, installOperatorIdentity, OPERATOR_SA, OperatorProcess } from './operator-process.js';
 
 const LEASE_DURATION = 3; // seconds; an integer, as the Lease field is
 const RENEW_DEADLINE = 2;
@@ -38,7 +38,11 @@ afterEach(() => {
  * A candidate on `lease` with its event log; `kubeConfig` lets a test route it through a proxy,
  * `leaseDurationSeconds` gives it a longer lease than the others', `namespace` another namespace.
  */
-function candidate(identity: string, lease: string, opts: { kubeConfig?: KubeConfig; leaseDurationSeconds?: number; namespace?: string } = {}) {
+function candidate(
+  identity: string,
+  lease: string,
+  opts: { kubeConfig?: KubeConfig; leaseDurationSeconds?: number; renewDeadlineSeconds?: number; retryPeriodSeconds?: number; namespace?: string; clock?: () => number } = {},
+) {
   const events: string[] = [];
   /** This host's clock when onStoppedLeading was called. */
   let stoppedAtMs: number | undefined;
@@ -49,10 +53,13 @@ function candidate(identity: string, lease: string, opts: { kubeConfig?: KubeCon
     name: lease,
     identity,
     leaseDurationSeconds: opts.leaseDurationSeconds ?? LEASE_DURATION,
-    renewDeadlineSeconds: RENEW_DEADLINE,
-    retryPeriodSeconds: RETRY_PERIOD,
+    renewDeadlineSeconds: opts.renewDeadlineSeconds ?? RENEW_DEADLINE,
+    retryPeriodSeconds: opts.retryPeriodSeconds ?? RETRY_PERIOD,
+    clock: opts.clock,
   });
   electors.push(elector);
+  // As the operator does: this candidate's client writes only while it leads (its Lease requests are unfenced).
+  rest.fenceWrites(() => elector.mayWrite());
   const callbacks: LeaderCallbacks = {
     onStartedLeading: () => events.push('started'),
     onStoppedLeading: () => {
@@ -62,15 +69,61 @@ function candidate(identity: string, lease: string, opts: { kubeConfig?: KubeCon
     onNewLeader: (who) => events.push(`leader:${who}`),
   };
   const done = elector.run(callbacks);
-  return { identity, elector, events, done, stoppedAtMs: () => stoppedAtMs };
+  return { identity, elector, rest, events, done, stoppedAtMs: () => stoppedAtMs };
+}
+
+/** A Lease's MicroTime as the API server spells it. */
+const microTime = (ms: number) => `${new Date(ms).toISOString().slice(0, -1)}000Z`;
+
+/** Writes the Lease's spec fields as another client would (created if absent; retried on conflict). */
+async function writeLease(lease: string, spec: Record<string, unknown>): Promise<void> {
+  const admin = new RestClient(kc);
+  const path = `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases`;
+  try {
+    for (let tries = 1; ; tries++) {
+      const current = await admin.request<V1Lease>('GET', `${path}/${lease}`).catch((e: unknown) => {
+        if (e instanceof ApiError && e.code === 404) return undefined;
+        throw e;
+      });
+      try {
+        if (!current) await admin.request('POST', path, { body: { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: lease, namespace }, spec } });
+        else await admin.request('PUT', `${path}/${lease}`, { body: { ...current, spec: { ...current.spec, ...spec } } });
+        return;
+      } catch (e) {
+        if (!(e instanceof ApiError && e.code === 409) || tries >= 10) throw e;
+      }
+    }
+  } finally {
+    admin.close();
+  }
+}
+
+/** Creates a ConfigMap through `rest`; resolves with the reason it was refused, or 'created'. */
+async function writeConfigMap(rest: RestClient, name: string): Promise<string> {
+  try {
+    await rest.request('POST', `/api/v1/namespaces/${namespace}/configmaps`, { body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace } } });
+    return 'created';
+  } catch (e) {
+    return e instanceof ApiError ? e.reason : String(e);
+  }
+}
+
+/** The ConfigMaps of the test namespace whose names start with `prefix`. */
+async function configMapNames(prefix: string): Promise<string[]> {
+  const admin = new RestClient(kc);
+  try {
+    return (await admin.list('v1', 'ConfigMap', namespace)).items.map((c) => c.metadata!.name!).filter((n) => n.startsWith(prefix)).sort();
+  } finally {
+    admin.close();
+  }
 }
 
 function freshLease(): string {
   return `lease-${++leaseCounter}`;
 }
 
-async function holder(lease: string): Promise<{ holder?: string; transitions?: number }> {
-  const l = await leases.readNamespacedLease({ name: lease, namespace });
+async function holder(lease: string, ns = namespace): Promise<{ holder?: string; transitions?: number }> {
+  const l = await leases.readNamespacedLease({ name: lease, namespace: ns });
   return { holder: l.spec?.holderIdentity, transitions: l.spec?.leaseTransitions };
 }
 
@@ -185,6 +238,76 @@ describe('LeaderElector on a real Lease', () => {
     expect(solo.elector.isLeader()).toBe(false);
     await solo.done;
     expect(solo.events).toEqual(['leader:candidate-solo', 'started', 'leader:intruder', 'stopped']);
+  });
+
+  // Expiry is judged from when the candidate saw the record change, on its own clock (client-go):
+  // another holder's renewTime, stamped by that holder's clock, is never compared with ours.
+  it('a holder whose clock runs an hour behind keeps the lease while it renews, and loses it once it stops', async () => {
+    const lease = freshLease();
+    const hourBehind = () => microTime(Date.now() - 3_600_000);
+    // A long lease, renewed every 0.5 s: a loaded machine cannot make the holder miss its renewals.
+    await writeLease(lease, { holderIdentity: 'skewed-behind', leaseDurationSeconds: 10, acquireTime: hourBehind(), renewTime: hourBehind(), leaseTransitions: 0 });
+    let renewals = 0;
+    let renewing = true;
+    const holderLoop = (async () => {
+      while (renewing) {
+        await sleep(500);
+        if (renewing) await writeLease(lease, { renewTime: hourBehind() }).then(() => renewals++, () => undefined);
+      }
+    })();
+    const c = candidate('candidate-c', lease, { leaseDurationSeconds: 10 });
+    try {
+      // More than two of its lease durations of renewals, counted (not timed): the candidate never took it.
+      await eventually('40 renewals of the skewed holder', async () => renewals >= 40, 60_000);
+      expect(c.events).toEqual(['leader:skewed-behind']);
+      expect((await holder(lease)).holder).toBe('skewed-behind');
+    } finally {
+      renewing = false;
+      await holderLoop;
+    }
+    await eventually('the candidate takes the lease the holder stopped renewing', async () => c.elector.isLeader(), 30_000);
+    expect(await holder(lease)).toEqual({ holder: 'candidate-c', transitions: 1 });
+  }, 120_000);
+
+  it('a holder whose clock runs an hour ahead and stops renewing is replaced after a lease duration, not an hour later', async () => {
+    const lease = freshLease();
+    const hourAhead = microTime(Date.now() + 3_600_000);
+    await writeLease(lease, { holderIdentity: 'skewed-ahead', leaseDurationSeconds: LEASE_DURATION, acquireTime: hourAhead, renewTime: hourAhead, leaseTransitions: 0 });
+    const c = candidate('candidate-c', lease);
+    await eventually('the candidate takes over', async () => c.elector.isLeader(), 30_000);
+    expect(await holder(lease)).toEqual({ holder: 'candidate-c', transitions: 1 });
+    expect(c.events).toEqual(['leader:skewed-ahead', 'leader:candidate-c', 'started']);
+  });
+
+  it("fences writes: a standby's are refused, the leader's go through, and none once another holder took the lease", async () => {
+    const lease = freshLease();
+    const [leader, standby] = await electOne(lease);
+    expect(await writeConfigMap(standby!.rest, 'fence-from-standby')).toBe('WriteRefused');
+    expect(await writeConfigMap(leader!.rest, 'fence-from-leader')).toBe('created');
+    await eventually('the intruder takes the lease', async () => {
+      const current = await leases.readNamespacedLease({ name: lease, namespace });
+      const now = new V1MicroTime();
+      await leases.replaceNamespacedLease({ name: lease, namespace, body: { ...current, spec: { ...current.spec, holderIdentity: 'intruder', renewTime: now, acquireTime: now } } });
+      return true;
+    }, 10_000);
+    await eventually('the leader steps down', async () => leader!.events.includes('stopped'), 10_000);
+    expect(await writeConfigMap(leader!.rest, 'fence-after-the-loss')).toBe('WriteRefused');
+    expect(await configMapNames('fence-')).toEqual(['fence-from-leader']);
+  });
+
+  it('a leader whose clock jumps past its renew deadline (as on waking from a freeze) steps down at its next write, and that write is not sent', async () => {
+    const lease = freshLease();
+    let jumpMs = 0;
+    // Renewals 5 s apart: the write below comes long before the renew loop runs again.
+    const leader = candidate('candidate-frozen', lease, { leaseDurationSeconds: 10, renewDeadlineSeconds: 8, retryPeriodSeconds: 5, clock: () => performance.now() + jumpMs });
+    await eventually('the candidate leads', async () => leader.elector.isLeader(), 20_000);
+    expect(await writeConfigMap(leader.rest, 'jump-before')).toBe('created');
+    jumpMs = 11_000;
+    expect(await writeConfigMap(leader.rest, 'jump-after')).toBe('WriteRefused');
+    expect(leader.events.at(-1)).toBe('stopped');
+    expect(leader.elector.isLeader()).toBe(false);
+    await leader.done;
+    expect(await configMapNames('jump-')).toEqual(['jump-before']);
   });
 
   describe('when API Priority and Fairness rejects the leader\'s renewals (429)', () => {
@@ -350,6 +473,72 @@ describe('LeaderElector on a real Lease', () => {
       expect(last.spec!.leaseDurationSeconds).toBe(leaseDuration);
     });
   });
+});
+
+describe('a leader frozen past its lease (SIGSTOP), replaced, then woken (SIGCONT)', () => {
+  // Two operator processes as the bundle's ServiceAccount, told apart in the audit log by the
+  // identity in their User-Agent. Proven from the API server's audit log, not from timing.
+  const PROCESS_LEASE = { APPKIND_LEASE_DURATION_SECONDS: '4', APPKIND_RENEW_DEADLINE_SECONDS: '3', APPKIND_RETRY_PERIOD_SECONDS: '1' };
+  const WRITES = ['create', 'update', 'patch', 'delete', 'deletecollection'];
+  const processes: OperatorProcess[] = [];
+  afterAll(async () => {
+    for (const p of processes) {
+      p.child.kill('SIGCONT');
+      await p.stop('SIGKILL');
+    }
+  });
+
+  it('writes nothing after it wakes and exits non-zero, while the replica that took over reconciled', async () => {
+    const ns = await createTestNamespace(kc, 'frozen');
+    await installCrds(kc, [SAMPLE_KIND]);
+    await installOperatorIdentity(kc, [SAMPLE_KIND], ns);
+    const admin = new RestClient(kc);
+    clients.push(admin);
+    const replica = async (id: string) => {
+      const p = await OperatorProcess.start(ns, { APPKIND_LEADER_ELECT: 'true', APPKIND_LEASE_NAMESPACE: ns, APPKIND_POD_NAME: id, ...PROCESS_LEASE });
+      processes.push(p);
+      return p;
+    };
+    const a = await replica('replica-a');
+    await a.waitForLog((l) => l.msg === 'became leader');
+    const b = await replica('replica-b');
+    await b.waitForLog((l) => l.msg === 'leader is' && l.identity === 'replica-a');
+    const cr = (name: string, size: number) => admin.apply({ ...crObject(SAMPLE_KIND, ns, name), spec: { size } }, 'test-user');
+    const deployment = (name: string) => admin.get<V1Deployment>({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { namespace: ns, name: `${name}-deployment` } });
+    const names = Array.from({ length: 20 }, (_, i) => `frozen-${i}`);
+
+    // Frozen while busy: 20 CRs at once, and A stopped as soon as it starts on them, so that it
+    // wakes with reconciles in flight, answers in its sockets and retries on its timers.
+    const created = Promise.all(names.map((n) => cr(n, 1)));
+    await a.waitForLog((l) => l.msg === 'reconcile started');
+    a.child.kill('SIGSTOP');
+    await created;
+    // While A is frozen: B takes over, finishes A's work and reconciles a change made meanwhile.
+    await b.waitForLog((l) => l.msg === 'became leader', 60_000);
+    await cr('frozen-0', 2);
+    await eventually('B applied all 20 CRs and the change', async () =>
+      (await Promise.all(names.map(deployment))).every((d, i) => d?.spec?.replicas === (i === 0 ? 2 : 1)), 60_000);
+    expect((await holder('appkind-operator', ns)).holder).toBe('replica-b');
+
+    // The resume point, in the audit log itself: everything A sends from now on is logged after this read.
+    const marker = `resume-marker-${Date.now().toString(36)}`;
+    await admin.request('GET', `/api/v1/namespaces/${ns}/configmaps/${marker}`).catch(() => undefined);
+    a.child.kill('SIGCONT');
+    expect(await a.exitCode()).toBe(1);
+    expect(a.logs.some((l) => l.msg === 'lost leadership')).toBe(true);
+
+    const log = await readSharedAuditLog();
+    const resumed = log.findIndex((e) => e.objectRef?.name === marker);
+    expect(resumed).toBeGreaterThan(0);
+    const byA = (e: { userAgent?: string }) => e.userAgent?.endsWith(' replica-a') === true;
+    const describe = (e: (typeof log)[number]) => `${e.verb} ${e.requestURI} ${e.responseStatus?.code ?? e.stage}`;
+    // A did write before its freeze (so the filter finds its requests), and nothing after it woke.
+    expect(log.slice(0, resumed).filter((e) => byA(e) && WRITES.includes(e.verb)).length).toBeGreaterThan(0);
+    expect(log.slice(resumed).filter((e) => byA(e) && WRITES.includes(e.verb)).map(describe)).toEqual([]);
+    // B still leads and writes.
+    expect((await holder('appkind-operator', ns)).holder).toBe('replica-b');
+    expect(b.exited).toBe(false);
+  }, 240_000);
 });
 
 /** The same credentials against another server URL. */

@@ -424,8 +424,9 @@ describe('soak', () => {
     // Every fault type was injected (the short form fits one round).
     expect(new Set(injected.map((f) => f.fault))).toEqual(new Set(FAULT_TYPES));
     expect(injected.filter((f) => f.note === 'no leader to kill')).toEqual([]);
-    // A replica exits on its own only after losing its lease (the API server away longer than the renew deadline).
-    expect(replicas.exits.filter((e) => e.code !== 1 || e.last !== 'stopped')).toEqual([]);
+    // A replica exits on its own only after losing its lease (the API server away longer than the renew
+    // deadline), at once and without draining: its last line is the exit's own.
+    expect(replicas.exits.filter((e) => e.code !== 1 || e.last !== 'lost leadership; exiting')).toEqual([]);
     const errors = replicas.all.flatMap((p) => p.logs.filter((l) => l.level === 'error').map((l) => l.msg));
     expect(errors.filter((m) => m !== 'lost leadership' && m !== 'lost leadership; exiting')).toEqual([]);
     expect(replicas.startFailures).toEqual([]);
