@@ -105,14 +105,18 @@ export class Reconciler {
   async reconcile(key: string, log: Logger = this.deps.log.child(reconcileFields(key))): Promise<HandlerResult> {
     const ref = parseRefKey(key);
     const kind = this.deps.kinds.get(ref.kind);
-    const cr = this.deps.crs.get(ref.kind)?.get(ref.namespace, ref.name);
-    if (!kind || !cr || cr.metadata.deletionTimestamp) {
+    const cached = this.deps.crs.get(ref.kind)?.get(ref.namespace, ref.name);
+    if (!kind || !cached || cached.metadata.deletionTimestamp) {
       // gone: the garbage collector removes the children
       this.renders.forget(ref);
       this.deps.pacer?.forget(key);
       this.deps.conflicts?.observe(key, []);
       return;
     }
+    // Our last status write, when the cache has not shown it yet: compared with the status before it,
+    // the same status would be written again (and a new failure's Event recorded twice).
+    const ahead = this.deps.ownStatusWrites?.statusAhead(key, cached.metadata.resourceVersion);
+    const cr: CachedResource = ahead ? { ...cached, status: ahead } : cached;
 
     // A spec out of the CRD's bounds or a refused image is never rendered, so nothing is applied or
     // pruned: existing children stay as they were.
@@ -369,10 +373,10 @@ export class Reconciler {
     const waitMs = this.deps.pacer?.delayMs(key, cr.status, status, isUrgent) ?? 0;
     if (waitMs > 0) return waitMs;
     try {
-      this.deps.ownStatusWrites?.writing(key);
+      this.deps.ownStatusWrites?.writing(key, cr.metadata.resourceVersion);
       // A merge patch keeps fields it does not mention: null removes a NodePort that is gone.
       const written = await this.deps.rest.patchStatus(cr, { ...status, nodePort: status.nodePort ?? null });
-      this.deps.ownStatusWrites?.wrote(key, written?.metadata?.resourceVersion);
+      this.deps.ownStatusWrites?.wrote(key, written);
       this.deps.pacer?.wrote(key, isUrgent);
       log.info('status updated', {
         replicas: status.replicas,

@@ -6,6 +6,7 @@ import { KubernetesObject, V1Deployment, V1Pod, V1ReplicaSet, V1Service } from '
 import { SAMPLE_KIND } from '../../operator/kinds/config.js';
 import { render } from '../../operator/kinds/render.js';
 import { CachedResource, Reconciler, ReconcileError } from '../../operator/controller/reconcile.js';
+import { OwnStatusWrites } from '../../operator/controller/own-status-writes.js';
 import { CacheReader, OWNER_INDEX, ownerIndex } from '../../operator/runtime/cache.js';
 import { createLogger } from '../../operator/runtime/log.js';
 import { KubeClient } from '../../operator/runtime/rest.js';
@@ -59,16 +60,18 @@ class RecordingClient implements KubeClient {
   async delete(obj: KubernetesObject): Promise<void> {
     this.calls.push({ verb: 'delete', object: this.named(obj) });
   }
+  private version = 100;
   async patchStatus(obj: KubernetesObject, status: unknown): Promise<KubernetesObject> {
     this.calls.push({ verb: 'patchStatus', object: this.named(obj), body: status });
-    return obj;
+    // The API server answers with the object as written, at a new resourceVersion.
+    return { ...obj, metadata: { ...obj.metadata, resourceVersion: String(++this.version) }, status } as KubernetesObject;
   }
 }
 
 const cr = (size: number, status?: CachedResource['status']): CachedResource => ({
   apiVersion: 'swallowlab.com/v1alpha1',
   kind: 'EchoFlask',
-  metadata: { name: 'example', namespace: 'ns', uid: 'cr-uid', generation: 1 },
+  metadata: { name: 'example', namespace: 'ns', uid: 'cr-uid', generation: 1, resourceVersion: '1' },
   spec: { size },
   ...(status ? { status } : {}),
 });
@@ -110,6 +113,7 @@ describe('Reconciler', () => {
       fieldManager: MANAGER,
       log: createLogger('debug', { write: (line) => logLines.push(line) }),
       now: () => NOW,
+      ownStatusWrites: new OwnStatusWrites(),
     });
   });
 
@@ -214,6 +218,28 @@ describe('Reconciler', () => {
     client.calls.length = 0;
     await reconciler.reconcile(key);
     expect(client.calls.filter((c) => c.verb !== 'patchStatus')).toEqual([]);
+  });
+
+  test('a status write the cache has not shown yet stands in for it: the next reconcile writes it not again; a status written by someone else since is put right', async () => {
+    crs.put(cr(1));
+    for (const obj of render(SAMPLE_KIND, cr(1))) {
+      const live = liveChild(obj);
+      if (live.kind === 'Deployment') deployments.put(live as V1Deployment);
+      else services.put({ ...(live as V1Service), spec: { ...(live as V1Service).spec, ports: [{ name: 'http', port: 5000, targetPort: 5000, nodePort: 31000 }] } });
+    }
+    await reconciler.reconcile(key);
+    const written = client.calls.filter((c) => c.verb === 'patchStatus');
+    expect(written).toHaveLength(1);
+    // A Deployment or pod event runs the CR again before the CR's own watch event: the cache still
+    // holds the CR without status (resourceVersion 1). Before, the same status was written twice.
+    client.calls.length = 0;
+    await reconciler.reconcile(key);
+    expect(client.calls).toEqual([]);
+    // Someone else's status, watched (the cache moved on): the truth written again.
+    crs.put({ ...cr(1, { observedGeneration: 7, nodes: ['made-up'] }), metadata: { ...cr(1).metadata, resourceVersion: '200' } });
+    await reconciler.reconcile(key);
+    expect(client.calls.map((c) => `${c.verb} ${c.object}`)).toEqual(['patchStatus EchoFlask ns/example']);
+    expect(client.calls[0]!.body).toEqual(written[0]!.body);
   });
 
   test('every log line of a reconcile carries controller, namespace, name, the key and one reconcile id of its own', async () => {
