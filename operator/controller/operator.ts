@@ -31,6 +31,7 @@ import { NodePortWaits } from './nodeports.js';
 import { CachedResource, CHILD_SELECTOR, controllerOf, Reconciler } from './reconcile.js';
 import { RenderCache } from './render-cache.js';
 import { StatusPacer } from './status-pacer.js';
+import { OwnStatusWrites } from './own-status-writes.js';
 
 /**
  * Our Deployments: those carrying the children's label, so the cache (and the watch events of every
@@ -84,6 +85,7 @@ export class Operator {
   private readonly controller: Controller<AppCaches>;
   /** The kinds served now, by Kind; setKinds() changes them (the reconciler reads this same map). */
   private readonly kinds: Map<string, AppKind>;
+  private readonly ownStatusWrites = new OwnStatusWrites();
   private readonly conflicts: ConflictWatches;
   private readonly nodePortWaits: NodePortWaits;
   /** Children seen deleted while their CR is still cached (the CR's DELETED event may come after). */
@@ -148,6 +150,7 @@ export class Operator {
             log,
             renders: new RenderCache(),
             pacer: new StatusPacer(settings.statusIntervalMs),
+            ownStatusWrites: this.ownStatusWrites,
             conflicts: this.conflicts,
             deletedChildren,
           });
@@ -162,16 +165,24 @@ export class Operator {
   }
 
   /**
-   * A CR event: its key. A change of its status only (our own status write, watched back) runs it
-   * again unless it is failing: it must not cut short the backoff of a CR whose failure message
-   * differs at every try, or apply, status and Event would loop at the speed of the API server.
+   * A CR event: its key. A change of its status only that is our own status write, watched back, runs
+   * it again unless it is failing: it must not cut short the backoff of a CR whose failure message
+   * differs at every try, or apply, status and Event would loop at the speed of the API server. A
+   * status someone else wrote runs it at once, to put the status right.
    */
   private onCr(keys: KeySink, { type, obj, old, source }: WatchEvent<CachedResource>): void {
     const key = refKey(refOf(source.kind, obj));
-    if (type === 'delete') this.deletedChildren.ownerDeleted(obj.metadata.uid);
+    if (type === 'delete') {
+      this.ownStatusWrites.forget(key);
+      this.deletedChildren.ownerDeleted(obj.metadata.uid);
+    }
     this.nodePortWaits.observe(key, type !== 'delete' && waitsForNodePort(obj));
-    if (type === 'update' && statusOnlyChange(old, obj)) keys.addUnlessFailing(key);
-    else keys.add(key);
+    if (type === 'update' && statusOnlyChange(old, obj) && this.ownStatusWrites.isOwn(key, obj.metadata?.resourceVersion)) {
+      keys.addUnlessFailing(key);
+    } else {
+      if (type === 'update' && statusOnlyChange(old, obj)) this.log.debug('status written by someone else; reconciling', { key });
+      keys.add(key);
+    }
   }
 
   /** A Deployment event: its CR, when a change reconcile reads (not each status tick of the controller). */

@@ -15,6 +15,7 @@ import { HandlerResult } from '../runtime/queue.js';
 import { RenderCache, Rendered } from './render-cache.js';
 import { isCreateOnlyRefusal, KubeClient } from '../runtime/rest.js';
 import { StatusPacer, urgent } from './status-pacer.js';
+import { OwnStatusWrites } from './own-status-writes.js';
 import { throttleDelayMs, ThrottledError } from '../runtime/throttle.js';
 import {
   AppStatus,
@@ -59,6 +60,8 @@ export interface ReconcilerDeps {
   readonly renders?: RenderCache;
   /** Coalesces status writes during a rollout; none (write every change) when not given. */
   readonly pacer?: StatusPacer;
+  /** Where the status writes of this process are recorded, to tell them from others' when watched back. */
+  readonly ownStatusWrites?: OwnStatusWrites;
   /** Told which objects of someone else's take a CR's child names (watched until they go). */
   readonly conflicts?: ConflictTracker;
   /** Children seen deleted while their CR was cached: the CR is read live before they are created again. */
@@ -366,8 +369,10 @@ export class Reconciler {
     const waitMs = this.deps.pacer?.delayMs(key, cr.status, status, isUrgent) ?? 0;
     if (waitMs > 0) return waitMs;
     try {
+      this.deps.ownStatusWrites?.writing(key);
       // A merge patch keeps fields it does not mention: null removes a NodePort that is gone.
-      await this.deps.rest.patchStatus(cr, { ...status, nodePort: status.nodePort ?? null });
+      const written = await this.deps.rest.patchStatus(cr, { ...status, nodePort: status.nodePort ?? null });
+      this.deps.ownStatusWrites?.wrote(key, written?.metadata?.resourceVersion);
       this.deps.pacer?.wrote(key, isUrgent);
       log.info('status updated', {
         replicas: status.replicas,
@@ -381,6 +386,7 @@ export class Reconciler {
       if (warning) await this.deps.events.record(cr, 'Warning', warning.reason, warning.message, log);
       return 0;
     } catch (e) {
+      this.deps.ownStatusWrites?.wrote(key, undefined);
       const f = apiFailure(e);
       if (f.code === 404) return 0; // deleted meanwhile
       throwIfThrottled(f, `writing the status of ${cr.kind} ${ns}/${cr.metadata.name}`);

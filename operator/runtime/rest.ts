@@ -612,9 +612,9 @@ export class RestClient {
     } while (next);
   }
 
-  /** JSON merge patch of an object's status subresource. */
-  async patchStatus(obj: KubernetesObject, status: unknown): Promise<void> {
+  /** JSON merge patch of an object's status subresource; resolves with the object as written. */
+  async patchStatus(obj: KubernetesObject, status: unknown): Promise<KubernetesObject> {
     const path = await this.path(obj.apiVersion!, obj.kind!, obj.metadata?.namespace, obj.metadata?.name);
-    await this.request('PATCH', `${path}/status`, { body: { status }, contentType: MERGE_PATCH });
+    return this.request<KubernetesObject>('PATCH', `${path}/status`, { body: { status }, contentType: MERGE_PATCH });
   }
 }

@@ -59,8 +59,9 @@ class RecordingClient implements KubeClient {
   async delete(obj: KubernetesObject): Promise<void> {
     this.calls.push({ verb: 'delete', object: this.named(obj) });
   }
-  async patchStatus(obj: KubernetesObject, status: unknown): Promise<void> {
+  async patchStatus(obj: KubernetesObject, status: unknown): Promise<KubernetesObject> {
     this.calls.push({ verb: 'patchStatus', object: this.named(obj), body: status });
+    return obj;
   }
 }
 
