@@ -1,4 +1,4 @@
-// Shared by the tests that change hundreds of CRs while faults happen (faults-under-load.test.ts,
+// Shared by the tests that change hundreds of CRs while faults happen (faults-under-load.test.ts, faults-under-load-2.test.ts,
 // soak.test.ts): a model of what the test asked for, and a check of the end state against it that
 // reads everything fresh from the API server.
 import { CoreV1Api, KubernetesObject, V1Deployment, V1Pod, V1Service } from '@kubernetes/client-node';
@@ -6,7 +6,7 @@ import { AppKind, ContainerApp } from 'cdk8s-appkind';
 import { CHILD_SELECTOR } from '../../operator/controller/reconcile.js';
 import { render, type AppResource, type AppSpec } from '../../operator/kinds/render.js';
 import { ApiError, RestClient } from '../../operator/runtime/rest.js';
-import { ControlPlane } from '../../tools/controlplane/controlplane.js';
+import { ControlPlane, ControlPlaneOptions } from '../../tools/controlplane/controlplane.js';
 import { crObject } from './cluster.js';
 import { installCrds, installOperatorIdentity, OPERATOR_SA } from './operator-process.js';
 
@@ -30,8 +30,13 @@ export interface LoadCluster {
  * and Ready mean something) for up to `pods` pods, and installs in it the namespace, the kind's CRD and
  * the operator's identity.
  */
-export async function startLoadCluster(kind: AppKind, namespace: string, pods: number): Promise<LoadCluster> {
-  const cp = await ControlPlane.start({ scheduler: true, pods });
+export async function startLoadCluster(
+  kind: AppKind,
+  namespace: string,
+  pods: number,
+  opts: Pick<ControlPlaneOptions, 'watchCache'> = {},
+): Promise<LoadCluster> {
+  const cp = await ControlPlane.start({ scheduler: true, pods, ...opts });
   const kc = cp.kubeConfig();
   const core = kc.makeApiClient(CoreV1Api);
   await core.createNamespace({ body: { metadata: { name: namespace } } });

@@ -46,6 +46,8 @@ export interface ApiserverFiles {
   nodePortRange?: string;
   /** Serve /debug/pprof. Default false. */
   profiling?: boolean;
+  /** `--watch-cache`. Default true. */
+  watchCache?: boolean;
   /** A real node runs: bind and advertise its address, keep the `kubernetes` Service's endpoints. */
   realNode?: { address: string; serviceCidr: string };
 }
@@ -79,6 +81,7 @@ export function apiserverArgs(ports: Ports, files: ApiserverFiles): string[] {
   // Logs, exec and port-forward go to the kubelet at the node's address: its name `appkind-node`
   // resolves nowhere, and a lookup would leave the machine for its name server.
   if (node) args.push('--kubelet-preferred-address-types=InternalIP');
+  if (files.watchCache === false) args.push('--watch-cache=false');
   if (files.auditPolicy && files.auditLog) {
     args.push(
       `--audit-policy-file=${files.auditPolicy}`,

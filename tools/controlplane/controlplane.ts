@@ -51,6 +51,11 @@ export interface ControlPlaneOptions {
   /** Serve kube-apiserver's /debug/pprof (CPU profiles for `npm run bench -- --profile`). Default false. */
   profiling?: boolean;
   /**
+   * kube-apiserver's watch cache (`--watch-cache`). Default true. Without it every watch is served by
+   * etcd, so an etcd compaction expires (410 Gone) a watch that resumes from before it.
+   */
+  watchCache?: boolean;
+  /**
    * Run a real node (containerd, kubelet, kube-proxy; needs root and Linux) instead of the kwok fake
    * node: pods run containers, NodePorts answer on localhost. One per machine (a second start waits).
    * The API server then binds and advertises the node's address. Default false.
@@ -58,7 +63,7 @@ export interface ControlPlaneOptions {
   realNode?: boolean;
 }
 
-export type RestartableComponent = 'etcd' | 'kube-apiserver';
+export type RestartableComponent = 'etcd' | 'kube-apiserver' | 'kube-controller-manager';
 
 const DEFAULT_TIMEOUT_MS = 60_000;
 const RESTART_GRACE_MS = 2_000;
@@ -84,6 +89,7 @@ export class ControlPlane implements Stoppable {
   private readonly fakeNodes: number;
   private readonly nodePortRange?: string;
   private readonly profiling: boolean;
+  private readonly watchCache: boolean;
   private caPem = '';
   private stopping?: Promise<void>;
 
@@ -109,6 +115,7 @@ export class ControlPlane implements Stoppable {
     this.fakeNodes = fakeNodeCount(opts.pods);
     this.nodePortRange = opts.nodePortRange;
     this.profiling = opts.profiling ?? false;
+    this.watchCache = opts.watchCache ?? true;
   }
 
   static async start(opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
@@ -192,6 +199,7 @@ export class ControlPlane implements Stoppable {
       serviceAccountPrivateKey: keys.privateKeyPath,
       nodePortRange: this.nodePortRange,
       profiling: this.profiling,
+      watchCache: this.watchCache,
       realNode: this.node && { address: this.node.info.address, serviceCidr: this.node.info.serviceCidr },
     };
     if (this.auditLogPath) {
@@ -265,13 +273,33 @@ export class ControlPlane implements Stoppable {
    * SIGTERM, then SIGKILL after 2 s: with clients connected both would otherwise drain for 7-10 s,
    * and a fault test wants the outage, not the drain.
    */
-  async restart(name: RestartableComponent): Promise<void> {
+  async restart(name: RestartableComponent, whileDown?: () => Promise<void>): Promise<void> {
     if (this.stopping) throw new Error('controlplane: restart() after stop()');
     const component = this.component(name);
     await component.stop(RESTART_GRACE_MS);
+    // What a test does while the component is down (wait out an outage, look at what it left undone).
+    if (whileDown) await whileDown();
     component.start();
     if (name === 'etcd') await this.waitForEtcd();
     await this.waitForApiserver();
+  }
+
+  /**
+   * Compacts etcd's history up to its current revision, as kube-apiserver does every 5 minutes (and
+   * physically: the call returns once it is done). A list or watch from an older resourceVersion that
+   * etcd must serve then ends with 410 Gone. Resolves with the revision compacted to.
+   */
+  async compactEtcd(): Promise<number> {
+    const post = async (path: string, body: unknown): Promise<{ header?: { revision?: string } }> => {
+      const res = await fetch(`${etcdUrl(this.ports)}${path}`, { method: 'POST', body: JSON.stringify(body) });
+      if (!res.ok) throw new Error(`etcd ${path}: HTTP ${res.status} ${await res.text()}`);
+      return (await res.json()) as { header?: { revision?: string } };
+    };
+    // The header of any read carries the store's current revision.
+    const revision = Number((await post('/v3/kv/range', { key: Buffer.from('/').toString('base64') })).header?.revision);
+    if (!Number.isInteger(revision) || revision <= 0) throw new Error('etcd /v3/kv/range: no revision in the answer');
+    await post('/v3/kv/compaction', { revision: String(revision), physical: true });
+    return revision;
   }
 
   /** A bound ServiceAccount token from the TokenRequest API (min. 600 s, default 1 h). */
