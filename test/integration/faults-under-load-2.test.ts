@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { SAMPLE_KIND } from '../../operator/kinds/config.js';
 import { ApiError, RestClient } from '../../operator/runtime/rest.js';
 import { ControlPlane } from '../../tools/controlplane/controlplane.js';
-import { applyOp, converged as convergedModel, deleteOp as deleteCrOp, LoadModel, sleep, startLoadCluster } from './load.js';
+import { converged as convergedModel, LoadBatches, LoadModel, sleep, startLoadCluster } from './load.js';
 import { OperatorProcess } from './operator-process.js';
 import { TcpProxy } from './tcp-proxy.js';
 
@@ -43,65 +43,13 @@ let viaProxy: string;
  * state, so each Deployment's generation must be exactly 1 + the scales asked for.
  */
 const model = new LoadModel(kind, NS, true);
-let serial = 0;
+let batches: LoadBatches;
 
 async function startOperator(): Promise<OperatorProcess> {
   return OperatorProcess.spawn({
     kubeconfig: viaProxy,
     env: { APPKIND_WATCH_NAMESPACE: NS, APPKIND_WATCH_STALE_SECONDS: String(APPKIND_WATCH_STALE_SECONDS), APPKIND_LOG_LEVEL: 'info' },
   });
-}
-
-type Op = () => Promise<void>;
-
-const createOp = (): Op => {
-  const name = `app-${serial++}`;
-  model.set(name, { size: 1 });
-  return applyOp(rest, model, name, 'load-test');
-};
-const scaleOp = (name: string): Op => {
-  model.set(name, { size: model.wanted.get(name)!.spec.size === 1 ? 2 : 1 });
-  return applyOp(rest, model, name, 'load-test');
-};
-const deleteOp = (name: string): Op => {
-  model.delete(name);
-  return deleteCrOp(rest, model, name);
-};
-
-/** A third each of creates, scales and deletes (of CRs that exist), interleaved. */
-function mixedBatch(n: number): Op[] {
-  const existing = [...model.wanted.keys()];
-  const third = Math.floor(n / 3);
-  const toDelete = existing.slice(0, third);
-  const toScale = existing.slice(third, 2 * third);
-  const ops: Op[] = [];
-  for (let i = 0; i < n - 2 * third; i++) {
-    ops.push(createOp());
-    if (toScale[i]) ops.push(scaleOp(toScale[i]!));
-    if (toDelete[i]) ops.push(deleteOp(toDelete[i]!));
-  }
-  return ops;
-}
-
-/**
- * Runs the ops IN_FLIGHT at a time, and `fault` once `faultAfter` of them are done (the rest still
- * in flight or to come), and resolves when both are done.
- */
-async function runBatch(ops: Op[], faultAfter: number, fault: () => Promise<void>): Promise<void> {
-  let next = 0;
-  let done = 0;
-  const worker = async (): Promise<void> => {
-    while (next < ops.length) {
-      const op = ops[next++]!;
-      await op();
-      done++;
-    }
-  };
-  const injected = (async () => {
-    while (done < faultAfter) await sleep(50);
-    await fault();
-  })();
-  await Promise.all([...Array.from({ length: IN_FLIGHT }, worker), injected]);
 }
 
 /** Waits until the end state holds for every CR (load.ts endStateProblems); fails with what is still wrong. */
@@ -122,12 +70,13 @@ async function wantedWithoutDeployment(): Promise<string[]> {
 beforeAll(async () => {
   let operatorKubeconfig: string;
   ({ cp, rest, core, operatorKubeconfig } = await startLoadCluster(kind, NS, 4 * N, { watchCache: false }));
+  batches = new LoadBatches(rest, model, IN_FLIGHT);
   proxy = await TcpProxy.start(new URL(cp.server));
   viaProxy = join(cp.dir, 'operator-via-proxy.kubeconfig');
   writeFileSync(viaProxy, readFileSync(operatorKubeconfig, 'utf8').replaceAll(cp.server, `https://127.0.0.1:${proxy.port}`));
   operator = await startOperator();
   // The CRs the batches below scale and delete.
-  await runBatch(Array.from({ length: N }, () => createOp()), N, async () => undefined);
+  await batches.run(Array.from({ length: N }, () => batches.create()), N, async () => undefined);
   await converged(`${N} CRs created through the proxy`);
 }, 400_000);
 
@@ -142,7 +91,7 @@ describe(`faults while ${N} CRs are created, scaled or deleted (no watch cache, 
   test(`kube-controller-manager down for 20 s mid-batch (${N} creates, scales and deletes), then back: every CR converges, the operator not restarted`, async () => {
     const pid = operator.child.pid;
     let unrolled: string[] = [];
-    await runBatch(mixedBatch(N), Math.floor(N / 3), () =>
+    await batches.run(batches.mixed(N), Math.floor(N / 3), () =>
       cp.restart('kube-controller-manager', async () => {
         await sleep(20_000);
         // No deployment controller meanwhile: Deployments the operator created have no status yet.
@@ -164,7 +113,7 @@ describe(`faults while ${N} CRs are created, scaled or deleted (no watch cache, 
     let listedAt = '';
     let revision = 0;
     let reconnectsBefore = 0;
-    await runBatch(mixedBatch(N), Math.floor(N / 3), async () => {
+    await batches.run(batches.mixed(N), Math.floor(N / 3), async () => {
       listedAt = (await rest.list('v1', 'Service', NS)).resourceVersion!;
       await sleep(1_000);
       // Held first, so no watch of the operator's sees anything newer than the compaction; then every
@@ -210,7 +159,7 @@ describe(`faults while ${N} CRs are created, scaled or deleted (no watch cache, 
     const pid = operator.child.pid;
     let stalled: string[] = [];
     let silentRelists = 0;
-    await runBatch(mixedBatch(N), Math.floor(N / 3), async () => {
+    await batches.run(batches.mixed(N), Math.floor(N / 3), async () => {
       const before = operator.logs.length;
       proxy.partition();
       try {

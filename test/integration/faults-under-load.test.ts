@@ -14,7 +14,7 @@ import { CoreV1Api, V1Service, Watch } from '@kubernetes/client-node';
 import { SAMPLE_KIND } from '../../operator/kinds/config.js';
 import { RestClient } from '../../operator/runtime/rest.js';
 import { ControlPlane } from '../../tools/controlplane/controlplane.js';
-import { applyOp, converged as convergedModel, deleteOp as deleteCrOp, LoadModel, sleep, startLoadCluster } from './load.js';
+import { converged as convergedModel, LoadBatches, LoadModel, sleep, startLoadCluster } from './load.js';
 import { OperatorProcess } from './operator-process.js';
 
 const kind = SAMPLE_KIND;
@@ -38,65 +38,13 @@ let kubeconfig: string;
  * duplicate apply that changed state (a stale size applied after the new one) would show there.
  */
 const model = new LoadModel(kind, NS, true);
-let serial = 0;
+let batches: LoadBatches;
 
 async function startOperator(env: Record<string, string> = {}): Promise<OperatorProcess> {
   return OperatorProcess.spawn({
     kubeconfig,
     env: { APPKIND_WATCH_NAMESPACE: NS, APPKIND_WATCH_STALE_SECONDS: String(APPKIND_WATCH_STALE_SECONDS), APPKIND_LOG_LEVEL: 'info', ...env },
   });
-}
-
-type Op = () => Promise<void>;
-
-const createOp = (): Op => {
-  const name = `app-${serial++}`;
-  model.set(name, { size: 1 });
-  return applyOp(rest, model, name, 'load-test');
-};
-const scaleOp = (name: string): Op => {
-  model.set(name, { size: model.wanted.get(name)!.spec.size === 1 ? 2 : 1 });
-  return applyOp(rest, model, name, 'load-test');
-};
-const deleteOp = (name: string): Op => {
-  model.delete(name);
-  return deleteCrOp(rest, model, name);
-};
-
-/** A third each of creates, scales and deletes (of CRs that exist), interleaved. */
-function mixedBatch(n: number): Op[] {
-  const existing = [...model.wanted.keys()];
-  const third = Math.floor(n / 3);
-  const toDelete = existing.slice(0, third);
-  const toScale = existing.slice(third, 2 * third);
-  const ops: Op[] = [];
-  for (let i = 0; i < n - 2 * third; i++) {
-    ops.push(createOp());
-    if (toScale[i]) ops.push(scaleOp(toScale[i]!));
-    if (toDelete[i]) ops.push(deleteOp(toDelete[i]!));
-  }
-  return ops;
-}
-
-/**
- * Runs the ops IN_FLIGHT at a time, and `fault` once `faultAfter` of them are done (the rest still
- * in flight or to come), and resolves when both are done.
- */
-async function runBatch(ops: Op[], faultAfter: number, fault: () => Promise<void>): Promise<void> {
-  let next = 0;
-  let done = 0;
-  const worker = async (): Promise<void> => {
-    while (next < ops.length) {
-      const op = ops[next++]!;
-      await op();
-      done++;
-    }
-  };
-  const injected = (async () => {
-    while (done < faultAfter) await sleep(50);
-    await fault();
-  })();
-  await Promise.all([...Array.from({ length: IN_FLIGHT }, worker), injected]);
 }
 
 /** Waits until the end state holds for every CR (load.ts endStateProblems); fails with what is still wrong. */
@@ -110,6 +58,7 @@ function expectOperatorAlive(op: OperatorProcess): void {
 
 beforeAll(async () => {
   ({ cp, rest, core, operatorKubeconfig: kubeconfig } = await startLoadCluster(kind, NS, 4 * N));
+  batches = new LoadBatches(rest, model, IN_FLIGHT);
   operator = await startOperator();
 }, 120_000);
 
@@ -121,8 +70,8 @@ afterAll(async () => {
 
 describe(`faults while ${N} CRs are created, scaled or deleted`, () => {
   test(`the operator SIGKILLed while ${N} CRs are created, and started again: every CR converges, nothing orphaned`, async () => {
-    const ops = Array.from({ length: N }, () => createOp());
-    await runBatch(ops, Math.floor(N / 3), async () => {
+    const ops = Array.from({ length: N }, () => batches.create());
+    await batches.run(ops, Math.floor(N / 3), async () => {
       expect(await operator.stop('SIGKILL')).toBeNull();
       operator = await startOperator();
     });
@@ -133,7 +82,7 @@ describe(`faults while ${N} CRs are created, scaled or deleted`, () => {
   test(`kube-apiserver restarted mid-batch (${N} creates, scales and deletes): the operator reconverges without restarting`, async () => {
     const pid = operator.child.pid;
     const linesBefore = operator.logs.length;
-    await runBatch(mixedBatch(N), Math.floor(N / 3), () => cp.restart('kube-apiserver'));
+    await batches.run(batches.mixed(N), Math.floor(N / 3), () => cp.restart('kube-apiserver'));
     await converged('kube-apiserver restart');
     expectOperatorAlive(operator);
     expect(operator.child.pid).toBe(pid);
@@ -143,7 +92,7 @@ describe(`faults while ${N} CRs are created, scaled or deleted`, () => {
 
   test(`etcd restarted mid-batch (${N} creates, scales and deletes): the operator reconverges without restarting`, async () => {
     const pid = operator.child.pid;
-    await runBatch(mixedBatch(N), Math.floor(N / 3), () => cp.restart('etcd'));
+    await batches.run(batches.mixed(N), Math.floor(N / 3), () => cp.restart('etcd'));
     await converged('etcd restart');
     expectOperatorAlive(operator);
     expect(operator.child.pid).toBe(pid);
@@ -153,7 +102,7 @@ describe(`faults while ${N} CRs are created, scaled or deleted`, () => {
     const pid = operator.child.pid;
     const apiserver = cp.pids()['kube-apiserver']!;
     let relistsDuringPause = 0;
-    await runBatch(mixedBatch(N), Math.floor(N / 3), async () => {
+    await batches.run(batches.mixed(N), Math.floor(N / 3), async () => {
       const before = operator.logs.length;
       process.kill(apiserver, 'SIGSTOP');
       try {
@@ -191,7 +140,7 @@ describe(`faults while ${N} CRs are created, scaled or deleted`, () => {
     }, (err: unknown) => { watchEnded = err ?? 'closed'; });
 
     let killedAt = 0;
-    await runBatch(mixedBatch(N), Math.floor(N / 3), async () => {
+    await batches.run(batches.mixed(N), Math.floor(N / 3), async () => {
       expect(standby.logs.some((l) => l.msg === 'became leader')).toBe(false);
       killedAt = Date.now();
       expect(await leader.stop('SIGKILL')).toBeNull();

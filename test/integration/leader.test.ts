@@ -1,13 +1,13 @@
 // Leader election against the real control plane: two candidates on one Lease.
 import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { CoordinationV1Api, KubeConfig, KubernetesObject, V1Deployment, V1Lease, V1MicroTime, Watch } from '@kubernetes/client-node';
-import { AddressInfo, connect, createServer, Server, Socket } from 'node:net';
 import { SAMPLE_KIND } from '../../operator/kinds/config.js';
 import { LeaderCallbacks, LeaderElector } from '../../operator/runtime/leader.js';
 import { ApiError, RestClient } from '../../operator/runtime/rest.js';
 import { applyManifests } from '../../tools/controlplane/apply.js';
 import { createTestNamespace, crObject, eventually, readSharedAuditLog, sharedCluster, sharedServiceAccountKubeconfig } from './cluster.js';
 import { installCrds, installOperatorIdentity, OPERATOR_SA, OperatorProcess } from './operator-process.js';
+import { TcpProxy } from './tcp-proxy.js';
 
 const LEASE_DURATION = 3; // seconds; an integer, as the Lease field is
 const RENEW_DEADLINE = 2;
@@ -551,45 +551,4 @@ function kubeConfigFor(base: KubeConfig, server: string): KubeConfig {
     currentContext: base.currentContext,
   });
   return kc;
-}
-
-/** A TCP relay to the real API server that a test can cut, to make the server unreachable. */
-class TcpProxy {
-  private readonly sockets = new Set<Socket>();
-  private refusing = false;
-  private readonly server: Server;
-
-  private constructor(target: URL) {
-    this.server = createServer((client) => {
-      if (this.refusing) return void client.destroy();
-      const upstream = connect(Number(target.port || 443), target.hostname);
-      for (const s of [client, upstream]) {
-        this.sockets.add(s);
-        s.on('close', () => this.sockets.delete(s));
-        s.on('error', () => undefined); // a cut connection errors; that is the point
-      }
-      client.pipe(upstream).pipe(client);
-    });
-  }
-
-  static async start(target: URL): Promise<TcpProxy> {
-    const proxy = new TcpProxy(target);
-    await new Promise<void>((r) => proxy.server.listen(0, '127.0.0.1', r));
-    return proxy;
-  }
-
-  get port(): number {
-    return (this.server.address() as AddressInfo).port;
-  }
-
-  /** Drops every open connection and refuses new ones. */
-  cut(): void {
-    this.refusing = true;
-    for (const s of this.sockets) s.destroy();
-  }
-
-  close(): Promise<void> {
-    this.cut();
-    return new Promise((r) => this.server.close(() => r()));
-  }
 }

@@ -132,6 +132,78 @@ export function deleteOp(rest: RestClient, model: LoadModel, name: string): () =
   });
 }
 
+/** A change to a CR, to run later. */
+export type Op = () => Promise<void>;
+
+/**
+ * Batches of CR creates, scales and deletes that keep `model` up to date, run `inFlight` at a time
+ * with a fault injected partway (faults-under-load.test.ts and faults-under-load-2.test.ts).
+ */
+export class LoadBatches {
+  private serial = 0;
+
+  constructor(
+    private readonly rest: RestClient,
+    private readonly model: LoadModel,
+    private readonly inFlight: number,
+    private readonly manager = 'load-test',
+  ) {}
+
+  /** A new CR `app-<serial>` of size 1. */
+  create(): Op {
+    const name = `app-${this.serial++}`;
+    this.model.set(name, { size: 1 });
+    return applyOp(this.rest, this.model, name, this.manager);
+  }
+
+  /** The CR `name` scaled between 1 and 2. */
+  scale(name: string): Op {
+    this.model.set(name, { size: this.model.wanted.get(name)!.spec.size === 1 ? 2 : 1 });
+    return applyOp(this.rest, this.model, name, this.manager);
+  }
+
+  delete(name: string): Op {
+    this.model.delete(name);
+    return deleteOp(this.rest, this.model, name);
+  }
+
+  /** A third each of creates, scales and deletes (of CRs that exist), interleaved. */
+  mixed(n: number): Op[] {
+    const existing = [...this.model.wanted.keys()];
+    const third = Math.floor(n / 3);
+    const toDelete = existing.slice(0, third);
+    const toScale = existing.slice(third, 2 * third);
+    const ops: Op[] = [];
+    for (let i = 0; i < n - 2 * third; i++) {
+      ops.push(this.create());
+      if (toScale[i]) ops.push(this.scale(toScale[i]!));
+      if (toDelete[i]) ops.push(this.delete(toDelete[i]!));
+    }
+    return ops;
+  }
+
+  /**
+   * Runs the ops `inFlight` at a time, and `fault` once `faultAfter` of them are done (the rest still
+   * in flight or to come), and resolves when both are done.
+   */
+  async run(ops: Op[], faultAfter: number, fault: () => Promise<void>): Promise<void> {
+    let next = 0;
+    let done = 0;
+    const worker = async (): Promise<void> => {
+      while (next < ops.length) {
+        const op = ops[next++]!;
+        await op();
+        done++;
+      }
+    };
+    const injected = (async () => {
+      while (done < faultAfter) await sleep(50);
+      await fault();
+    })();
+    await Promise.all([...Array.from({ length: this.inFlight }, worker), injected]);
+  }
+}
+
 /** Every leaf `want` sets has the same value in `have` (arrays element by element); what differs goes to `out`. */
 export function missingFields(want: unknown, have: unknown, path: string, out: string[]): void {
   if (want !== null && typeof want === 'object') {

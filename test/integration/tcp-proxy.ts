@@ -1,18 +1,20 @@
 // A TCP relay to the real API server that a test can put between one client (the operator) and the
 // server, while everyone else still reaches the server directly: to reset the client's connections,
-// or to partition it silently (nothing passes, nothing is closed) and heal it.
+// to partition it silently (nothing passes, nothing is closed) and heal it, or to cut it off.
 import { AddressInfo, connect, createServer, Server, Socket } from 'node:net';
 
 export class TcpProxy {
   /** Relayed pairs (client, upstream). */
   private readonly pairs = new Set<[Socket, Socket]>();
   private partitioned = false;
+  private refusing = false;
   private readonly server: Server;
   /** Connections accepted so far (a client reconnecting after a reset shows here). */
   accepted = 0;
 
   private constructor(target: URL) {
     this.server = createServer((client) => {
+      if (this.refusing) return void client.destroy();
       this.accepted++;
       const upstream = connect(Number(target.port || 443), target.hostname);
       const pair: [Socket, Socket] = [client, upstream];
@@ -53,6 +55,12 @@ export class TcpProxy {
   /** Resets every open connection (as a network blip does); new ones are relayed as before. */
   reset(): void {
     for (const pair of this.pairs) for (const s of pair) s.destroy();
+  }
+
+  /** The server unreachable: every open connection dropped and new ones refused, for good. */
+  cut(): void {
+    this.refusing = true;
+    this.reset();
   }
 
   /**
