@@ -141,9 +141,18 @@ describe(`faults while ${N} CRs are created, scaled or deleted`, () => {
 
     let killedAt = 0;
     await batches.run(batches.mixed(N), Math.floor(N / 3), async () => {
-      expect(standby.logs.some((l) => l.msg === 'became leader')).toBe(false);
+      // Starved of CPU (this file beside others on 2 cores), the leader can miss its renew deadline
+      // before the kill: it then exits at once with 'lost leadership; exiting' (exit 1), as
+      // controller-runtime's manager does, and the standby may lead already. The handover tested
+      // below is the same; any other exit is a failure.
+      const leftOnItsOwn = leader.exited;
+      if (!leftOnItsOwn) expect(standby.logs.some((l) => l.msg === 'became leader')).toBe(false);
       killedAt = Date.now();
-      expect(await leader.stop('SIGKILL')).toBeNull();
+      const code = await leader.stop('SIGKILL');
+      if (code !== null) {
+        expect([code, leader.logs.some((l) => l.msg === 'lost leadership; exiting')]).toEqual([1, true]);
+        console.log('leader SIGKILL under load: the leader had lost its lease and exited before the kill');
+      }
       await standby.waitForLog((l) => l.msg === 'became leader', 60_000);
       console.log(`leader SIGKILL under load: the standby led ${((Date.now() - killedAt) / 1000).toFixed(1)} s after the kill (lease ${LEASE.APPKIND_LEASE_DURATION_SECONDS} s)`);
     });
