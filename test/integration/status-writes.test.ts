@@ -1,6 +1,6 @@
 // How often the operator writes a CR's status. An ordinary rollout, a CR's create or an edit of its
-// spec, that completes within APPKIND_STATUS_INTERVAL_MS gets a single status write: Ready=True of the new
-// generation. Meanwhile the CR keeps its previous status, stale by its observedGeneration, which
+// spec, that completes within APPKIND_STATUS_INTERVAL_MS gets one status write, Ready=True of the new
+// generation (plus one completing it for each cache that showed the rollout late). Meanwhile the CR keeps its previous status, stale by its observedGeneration, which
 // `kubectl wait --for=condition=Ready` checks. Counted from the API server's audit log.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { KubeConfig, KubernetesObject, Watch } from '@kubernetes/client-node';
@@ -13,6 +13,8 @@ type Condition = { type: string; status: string; observedGeneration?: number };
 type Resource = KubernetesObject & { status?: { nodes?: string[]; observedGeneration?: number; conditions?: Condition[] } };
 
 const kind = SAMPLE_KIND;
+/** Ready of the new generation, and at most one write for each cache that showed the rollout late. */
+const MOST_WRITES_PER_ROLLOUT = 3;
 let kc: KubeConfig;
 let rest: RestClient;
 let ns: string;
@@ -54,17 +56,20 @@ afterAll(async () => {
       const since = new Date().toISOString();
       await rest.apply({ ...crRef('edited'), spec: { size: 1 } }, 'test-user');
       await eventually('created: Ready at generation 1', async () => ready(await rest.get<Resource>(crRef('edited')), 1, 1));
-      // The pod cache may list the pod a moment after the Deployment says it is ready: a second
-      // write then completes status.nodes, never Ready=False in between.
+      // The pod cache may list the pod a moment after the Deployment says it is ready, and the
+      // Deployment controller may report the rollout in more than one status update: each lag can
+      // cost one write that completes the status (status.nodes, the replica counts), never a
+      // Ready=False step (the states check below). Under a full CI on 2 cores both lags came in one
+      // rollout (3 writes, twice in CI runs), so the bound is the Ready write plus one for each.
       expect(await statusWrites('edited', since)).toBeGreaterThanOrEqual(1);
-      expect(await statusWrites('edited', since)).toBeLessThanOrEqual(2);
+      expect(await statusWrites('edited', since)).toBeLessThanOrEqual(MOST_WRITES_PER_ROLLOUT);
 
       const edited = new Date().toISOString();
       await rest.apply({ ...crRef('edited'), spec: { size: 2 } }, 'test-user');
       await eventually('edited: Ready at generation 2 with both pods', async () => ready(await rest.get<Resource>(crRef('edited')), 2, 2));
       await eventually('the watch saw it', async () => states.at(-1) === '2/True', 10_000);
       expect(await statusWrites('edited', edited)).toBeGreaterThanOrEqual(1);
-      expect(await statusWrites('edited', edited)).toBeLessThanOrEqual(2);
+      expect(await statusWrites('edited', edited)).toBeLessThanOrEqual(MOST_WRITES_PER_ROLLOUT);
     } finally {
       watch.abort();
     }
