@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { readAuditLogFile, type AuditEvent } from '../../tools/controlplane/audit.js';
 import { NODE_PORT_RANGE } from '../../tools/controlplane/components.js';
+import type { RestClient } from '../../operator/runtime/rest.js';
 import { waitFor } from '../../tools/controlplane/readiness.js';
 import { writeServiceAccountKubeconfig } from '../../tools/controlplane/serviceaccount.js';
 
@@ -111,3 +112,24 @@ export function foreignDeployment(namespace: string, name: string): V1Deployment
 
 /** The image of foreignDeployment()'s Deployments. */
 export const FOREIGN_IMAGE = 'example.com/theirs:1';
+
+/**
+ * Waits until nothing of an install is left: none of `objects`, no Deployment, Service or pod in the
+ * apps' `namespace`, no ClusterRole of the project; fails naming what is still there.
+ */
+export async function nothingLeft(what: string, rest: RestClient, objects: KubernetesObject[], namespace: string, timeoutMs = 240_000): Promise<void> {
+  const left = async () => {
+    const found: string[] = [];
+    for (const obj of objects) if (await rest.get(obj)) found.push(`${obj.kind} ${obj.metadata!.name}`);
+    for (const [apiVersion, kind] of [['apps/v1', 'Deployment'], ['v1', 'Service'], ['v1', 'Pod']] as const) {
+      const items = (await rest.list<KubernetesObject>(apiVersion, kind, namespace)).items;
+      found.push(...items.map((o) => `${kind} ${namespace}/${o.metadata!.name}`));
+    }
+    const roles = (await rest.list<KubernetesObject>('rbac.authorization.k8s.io/v1', 'ClusterRole', undefined, 'app.kubernetes.io/part-of=cdk8s-appkind')).items;
+    found.push(...roles.map((r) => `ClusterRole ${r.metadata!.name}`));
+    return found;
+  };
+  await eventually(what, async () => (await left()).length === 0, timeoutMs).catch(async (e: Error) => {
+    throw new Error(`${e.message}; left: ${(await left()).join(', ')}`);
+  });
+}

@@ -20,7 +20,7 @@ import { RestClient } from '../../operator/runtime/rest.js';
 import { ControlPlane } from '../../tools/controlplane/controlplane.js';
 import { loadEchoStandIn } from '../../tools/echo-image.js';
 import { bundleObjects } from '../../tools/release/manifests.js';
-import { eventually } from './cluster.js';
+import { eventually, nothingLeft } from './cluster.js';
 import { PODMAN_ENV } from './operator-container.js';
 import { getLocal } from './real-node-pods.js';
 
@@ -203,20 +203,7 @@ describe('the chart on a cluster', () => {
 
   test('helm uninstall leaves nothing of it: no object of the chart, and no CR, Deployment, Service or pod of theirs', async () => {
     await helm('uninstall', RELEASE);
-    const left = async () => {
-      const found: string[] = [];
-      for (const obj of [...installed, ...upgraded]) if (await rest.get(obj)) found.push(`${obj.kind} ${obj.metadata!.name}`);
-      for (const [apiVersion, kind] of [['apps/v1', 'Deployment'], ['v1', 'Service'], ['v1', 'Pod']] as const) {
-        const items = (await rest.list<KubernetesObject>(apiVersion, kind, walkthrough)).items;
-        found.push(...items.map((o) => `${kind} ${walkthrough}/${o.metadata!.name}`));
-      }
-      const roles = (await rest.list<KubernetesObject>('rbac.authorization.k8s.io/v1', 'ClusterRole', undefined, 'app.kubernetes.io/part-of=cdk8s-appkind')).items;
-      found.push(...roles.map((r) => `ClusterRole ${r.metadata!.name}`));
-      return found;
-    };
-    await eventually('nothing of the chart is left', async () => (await left()).length === 0, 240_000).catch(async (e: Error) => {
-      throw new Error(`${e.message}; left: ${(await left()).join(', ')}`);
-    });
+    await nothingLeft('nothing of the chart is left', rest, [...installed, ...upgraded], walkthrough);
     // Nor the release's record: helm keeps each revision in a Secret (label owner=helm) of the release's namespace.
     expect((await rest.list<KubernetesObject>('v1', 'Secret', 'default', 'owner=helm')).items.map((o) => o.metadata!.name)).toEqual([]);
     expect(await helm('list', '--short')).toBe('');

@@ -16,7 +16,7 @@ import { parse, parseAllDocuments, stringify } from 'yaml';
 import { RestClient } from '../../operator/runtime/rest.js';
 import { ControlPlane } from '../../tools/controlplane/controlplane.js';
 import { loadEchoStandIn } from '../../tools/echo-image.js';
-import { eventually } from './cluster.js';
+import { eventually, nothingLeft } from './cluster.js';
 import { PODMAN_ENV } from './operator-container.js';
 import { getLocal } from './real-node-pods.js';
 
@@ -180,19 +180,6 @@ describe('the release on a cluster', () => {
     // The README's two lines, as written (the kinds' part overlaps install.yaml: the sample kind's CRD and roles).
     await exec('bash', ['-c', 'npm run -s kinds -- --print | kubectl delete --ignore-not-found -f -'], { cwd: root, env: { ...process.env, KUBECONFIG: cp.kubeconfigPath } });
     await kubectl('delete', '--ignore-not-found', '-f', join(out, 'install.yaml'));
-    const left = async () => {
-      const found: string[] = [];
-      for (const obj of [...installed, ...added]) if (await rest.get(obj)) found.push(`${obj.kind} ${obj.metadata!.name}`);
-      for (const [apiVersion, kind] of [['apps/v1', 'Deployment'], ['v1', 'Service'], ['v1', 'Pod']] as const) {
-        const items = (await rest.list<KubernetesObject>(apiVersion, kind, walkthrough)).items;
-        found.push(...items.map((o) => `${kind} ${walkthrough}/${o.metadata!.name}`));
-      }
-      const roles = (await rest.list<KubernetesObject>('rbac.authorization.k8s.io/v1', 'ClusterRole', undefined, 'app.kubernetes.io/part-of=cdk8s-appkind')).items;
-      found.push(...roles.map((r) => `ClusterRole ${r.metadata!.name}`));
-      return found;
-    };
-    await eventually('nothing of the release is left', async () => (await left()).length === 0, 240_000).catch(async (e: Error) => {
-      throw new Error(`${e.message}; left: ${(await left()).join(', ')}`);
-    });
+    await nothingLeft('nothing of the release is left', rest, [...installed, ...added], walkthrough);
   });
 });
