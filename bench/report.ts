@@ -147,8 +147,16 @@ export interface Repetition {
     readonly cpuSeconds: number; readonly editP99Ms: number; readonly statusPatchesPerCrScaled: number;
     /** Writes and reconciles in the steady state. */
     readonly steadyState?: { readonly writes: number; readonly reconciles: number };
+    readonly rssMiB?: { readonly idle: number; readonly peak: number };
+    readonly restart?: Restart;
   };
-  readonly goOperator?: { readonly createSeconds: number; readonly scaleSeconds: number; readonly apiserverCpuSeconds: number };
+  readonly crFloor?: { readonly createSeconds: number; readonly scaleSeconds: number; readonly apiserverCpuSeconds: number };
+  readonly goOperator?: {
+    readonly createSeconds: number; readonly scaleSeconds: number; readonly apiserverCpuSeconds: number;
+    readonly rssMiB?: { readonly idle: number; readonly peak: number }; readonly restart?: Restart;
+  };
+  /** With --unrelated: the operator's run with the unrelated objects. */
+  readonly withUnrelated?: { readonly startSeconds?: number; readonly rssMiB: { readonly idle: number; readonly peak: number }; readonly cpuSeconds: number; readonly editP99Ms: number };
   readonly ratios: BenchRun['ratios'];
 }
 
@@ -157,6 +165,10 @@ export interface RatioMedians {
   readonly runs: number;
   readonly create: Spread; readonly scale: Spread; readonly rollout?: Spread; readonly apiserverCpu: Spread; readonly allCpu?: Spread;
   readonly go?: { readonly create: Spread; readonly scale: Spread; readonly apiserverCpu: Spread; readonly allCpu?: Spread };
+  /** operator / CR floor. */
+  readonly crFloor?: { readonly create: Spread; readonly scale: Spread; readonly apiserverCpu: Spread; readonly allCpu?: Spread };
+  /** With --unrelated: with / without the unrelated objects. */
+  readonly unrelated?: { readonly rssIdle: Spread; readonly rssPeak: Spread; readonly cpu: Spread; readonly start: Spread; readonly editP99: Spread };
 }
 export interface Spread { readonly median: number; readonly min: number; readonly max: number }
 
@@ -194,7 +206,8 @@ function spread(values: number[]): Spread {
 
 /** One repetition's summary, kept beside the last repetition's full figures. */
 export function repetitionOf(run: BenchRun): Repetition {
-  const { floor: f, operator: o, goOperator: g } = run;
+  const { floor: f, crFloor: c, operator: o, goOperator: g, withUnrelated: u } = run;
+  const rss = (r: { readonly idle: number; readonly peak: number }) => ({ idle: r.idle, peak: r.peak });
   return {
     date: run.date,
     loadAverage: run.loadAverage,
@@ -203,8 +216,16 @@ export function repetitionOf(run: BenchRun): Repetition {
       createSeconds: o.createSeconds, scaleSeconds: o.scaleSeconds, rolloutSeconds: o.rollout?.seconds, apiserverCpuSeconds: o.apiserverCpuSeconds,
       cpuSeconds: o.cpuSeconds, editP99Ms: o.editLatencyMs.p99, statusPatchesPerCrScaled: o.statusPatchesPerCr.scale,
       steadyState: { writes: o.steadyState.writes, reconciles: o.steadyState.reconciles },
+      rssMiB: rss(o.rssMiB), ...(o.restart ? { restart: o.restart } : {}),
     },
-    ...(g ? { goOperator: { createSeconds: g.createSeconds, scaleSeconds: g.scaleSeconds, apiserverCpuSeconds: g.apiserverCpuSeconds } } : {}),
+    ...(c ? { crFloor: { createSeconds: c.createSeconds, scaleSeconds: c.scaleSeconds, apiserverCpuSeconds: c.apiserverCpuSeconds } } : {}),
+    ...(g ? {
+      goOperator: {
+        createSeconds: g.createSeconds, scaleSeconds: g.scaleSeconds, apiserverCpuSeconds: g.apiserverCpuSeconds,
+        rssMiB: rss(g.rssMiB), ...(g.restart ? { restart: g.restart } : {}),
+      },
+    } : {}),
+    ...(u ? { withUnrelated: { startSeconds: u.startSeconds, rssMiB: rss(u.rssMiB), cpuSeconds: u.cpuSeconds, editP99Ms: u.editLatencyMs.p99 } } : {}),
     ratios: run.ratios,
   };
 }
@@ -217,12 +238,26 @@ export function mediansOf(reps: Repetition[]): RatioMedians {
   };
   const optional = <K extends string>(key: K, value: Spread | undefined) => (value ? { [key]: value } as Record<K, Spread> : {});
   const goCreate = of((r) => r.go?.create);
+  const crCreate = of((r) => r.crFloor?.create);
+  const unrelatedStart = of((r) => r.unrelated?.start);
   return {
     runs: reps.length,
     create: of((r) => r.create)!, scale: of((r) => r.scale)!, apiserverCpu: of((r) => r.apiserverCpu)!,
     ...optional('allCpu', of((r) => r.allCpu)),
     ...optional('rollout', of((r) => r.rollout)),
     ...(goCreate ? { go: { create: goCreate, scale: of((r) => r.go?.scale)!, apiserverCpu: of((r) => r.go?.apiserverCpu)!, ...optional('allCpu', of((r) => r.go?.allCpu)) } } : {}),
+    ...(crCreate ? {
+      crFloor: {
+        create: crCreate, scale: of((r) => r.crFloor?.scale)!, apiserverCpu: of((r) => r.crFloor?.apiserverCpu)!,
+        ...optional('allCpu', of((r) => r.crFloor?.allCpu)),
+      },
+    } : {}),
+    ...(unrelatedStart ? {
+      unrelated: {
+        start: unrelatedStart, rssIdle: of((r) => r.unrelated?.rssIdle)!, rssPeak: of((r) => r.unrelated?.rssPeak)!,
+        cpu: of((r) => r.unrelated?.cpu)!, editP99: of((r) => r.unrelated?.editP99)!,
+      },
+    } : {}),
   };
 }
 
