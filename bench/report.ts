@@ -277,13 +277,16 @@ const dash = (v: number | undefined, unit = '') => (v === undefined ? '-' : `${v
 
 type RatioName = 'create' | 'scale' | 'rollout' | 'apiserverCpu' | 'allCpu';
 
+/** A ratio in bold: the median and range over the repetitions when there are some, else the run's own. */
+const spreadCell = (spread: Spread | undefined, single: number | undefined) =>
+  (spread ? `**${spread.median}** (${spread.min}-${spread.max})` : `**${dash(single)}**`);
+
 /** A ratio in the tables: the run's own, or with --repeat the median and range over the repetitions. */
 function ratioCell(run: BenchRun, name: RatioName, go = false): string {
   const goName = name === 'rollout' ? undefined : name;
   const spread = go ? (goName ? run.medians?.go?.[goName] : undefined) : run.medians?.[name];
-  if (run.medians && spread) return `**${spread.median}** (${spread.min}-${spread.max})`;
   const single = go ? (goName ? run.ratios.go?.[goName] : undefined) : run.ratios[name];
-  return `**${dash(single)}**`;
+  return spreadCell(run.medians ? spread : undefined, single);
 }
 
 /** Status patches (`patch <plural>/status`) per CR in one phase's request counts. */
@@ -414,6 +417,27 @@ export function table(r: BenchResults): string {
       }
     }
   }
+  const repeated25 = repeated.filter((run) => run.repetitions!.some((p) => p.ratios.crFloor || p.operator.rssMiB || p.ratios.unrelated));
+  if (repeated25.length > 0) {
+    lines.push(
+      '',
+      'The same repetitions against the CR floor, with memory, restart and the unrelated-objects run (issue 25):',
+      '',
+      '| N | repetition (UTC) | operator / CR floor: create / scale / kube-apiserver CPU / all CPU | RSS idle / peak: operator; Go | restart on N converged CRs: operator / Go (writes) | with unrelated objects: start / RSS idle / RSS peak / CPU / edit p99 ratios |',
+      '|---|---|---|---|---|---|',
+    );
+    for (const run of repeated25) {
+      for (const p of run.repetitions!) {
+        const c = p.ratios.crFloor;
+        const u = p.ratios.unrelated;
+        const [o, g] = [p.operator, p.goOperator];
+        const rss = (x?: { idle: number; peak: number }) => (x ? `${x.idle} / ${x.peak} MiB` : '-');
+        const restart = (x?: Restart) => (x ? `${x.seconds} s (${x.writes})` : '-');
+        lines.push(`| ${run.n} | ${p.date.slice(0, 16).replace('T', ' ')} | ${c ? `${c.create} / ${c.scale} / ${c.apiserverCpu} / ${dash(c.allCpu)}` : '-'} | ` +
+          `${rss(o.rssMiB)}; ${rss(g?.rssMiB)} | ${restart(o.restart)} / ${restart(g?.restart)} | ${u ? `${u.start} / ${u.rssIdle} / ${u.rssPeak} / ${u.cpu} / ${u.editP99}` : '-'} |`);
+      }
+    }
+  }
   const withCrFloor = r.runs.filter((run) => run.crFloor && run.ratios.crFloor);
   if (withCrFloor.length) {
     lines.push(
@@ -427,9 +451,14 @@ export function table(r: BenchResults): string {
       const c = run.crFloor!;
       const o = run.operator;
       const q = run.ratios.crFloor!;
+      const m = run.medians?.crFloor;
       const w = (x: FloorRun, p: 'create' | 'scale') => x.writesPerApp?.[p] ?? '-';
-      lines.push(`| ${run.n} | ${c.createSeconds} s / ${o.createSeconds} s | **${q.create}** (${run.ratios.create}) | ${c.scaleSeconds} s / ${o.scaleSeconds} s | **${q.scale}** (${run.ratios.scale}) | ` +
-        `${c.apiserverCpuSeconds} s / ${o.apiserverCpuSeconds} s | **${q.apiserverCpu}** (${run.ratios.apiserverCpu}) | **${q.allCpu ?? '-'}** (${run.ratios.allCpu ?? '-'}) | ` +
+      // With --repeat: medians of the repetitions (times and ratios, the raw floor's in brackets); the writes are the last repetition's.
+      const raw = (name: RatioName) => (run.medians?.[name]?.median ?? run.ratios[name] ?? '-');
+      const cr = (pick: (x: NonNullable<Repetition['crFloor']>) => number) => secs(run, (p) => (p.crFloor ? pick(p.crFloor) : undefined));
+      lines.push(`| ${run.n} | ${cr((x) => x.createSeconds)} / ${secs(run, (p) => p.operator.createSeconds)} | ${spreadCell(m?.create, q.create)} (${raw('create')}) | ` +
+        `${cr((x) => x.scaleSeconds)} / ${secs(run, (p) => p.operator.scaleSeconds)} | ${spreadCell(m?.scale, q.scale)} (${raw('scale')}) | ` +
+        `${cr((x) => x.apiserverCpuSeconds)} / ${secs(run, (p) => p.operator.apiserverCpuSeconds)} | ${spreadCell(m?.apiserverCpu, q.apiserverCpu)} (${raw('apiserverCpu')}) | ${spreadCell(m?.allCpu, q.allCpu)} (${raw('allCpu')}) | ` +
         `${w(run.floor, 'create')} / ${w(c, 'create')} / ${w(o, 'create')} | ${w(run.floor, 'scale')} / ${w(c, 'scale')} / ${w(o, 'scale')} | ` +
         `${statusPatches(c.requests.create, run.n)} / ${statusPatches(c.requests.scale, run.n)} |`);
     }
@@ -447,9 +476,11 @@ export function table(r: BenchResults): string {
       const o = run.operator;
       const u = run.withUnrelated!;
       const q = run.ratios.unrelated!;
-      lines.push(`| ${run.n} | ${u.unrelated?.count ?? '-'} Deployments + Services | ${o.startSeconds ?? '-'} s / ${u.startSeconds ?? '-'} s (**${q.start}**) | ` +
-        `${o.rssMiB.idle} / ${u.rssMiB.idle} MiB (**${q.rssIdle}**) | ${o.rssMiB.peak} / ${u.rssMiB.peak} MiB (**${q.rssPeak}**) | ${o.cpuSeconds} s / ${u.cpuSeconds} s (**${q.cpu}**) | ` +
-        `${o.editLatencyMs.p50} / ${o.editLatencyMs.p99} ms; ${u.editLatencyMs.p50} / ${u.editLatencyMs.p99} ms (**${q.editP50}** / **${q.editP99}**) | ${q.create} / ${q.scale} |`);
+      const m = run.medians?.unrelated; // with --repeat: each ratio's median (range); the figures beside it are the last repetition's
+      lines.push(`| ${run.n} | ${u.unrelated?.count ?? '-'} Deployments + Services | ${o.startSeconds ?? '-'} s / ${u.startSeconds ?? '-'} s (${spreadCell(m?.start, q.start)}) | ` +
+        `${o.rssMiB.idle} / ${u.rssMiB.idle} MiB (${spreadCell(m?.rssIdle, q.rssIdle)}) | ${o.rssMiB.peak} / ${u.rssMiB.peak} MiB (${spreadCell(m?.rssPeak, q.rssPeak)}) | ` +
+        `${o.cpuSeconds} s / ${u.cpuSeconds} s (${spreadCell(m?.cpu, q.cpu)}) | ` +
+        `${o.editLatencyMs.p50} / ${o.editLatencyMs.p99} ms; ${u.editLatencyMs.p50} / ${u.editLatencyMs.p99} ms (**${q.editP50}** / ${spreadCell(m?.editP99, q.editP99)}) | ${q.create} / ${q.scale} |`);
     }
   }
   lines.push(

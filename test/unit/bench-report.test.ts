@@ -66,6 +66,36 @@ describe('bench report', () => {
     expect(text).toContain('3 repetitions');
   });
 
+  it('gives the operator / CR floor medians of the repetitions, in the CR-floor table and per repetition with memory and restart', () => {
+    /** A repetition whose operator took `crCreate` times its CR floor's 40 s to create. */
+    const withCr = (date: string, crCreate: number, idle: number): BenchRun => {
+      const r = run(date, 1.2, 1.1);
+      const cr = { ...r.floor, createSeconds: 40, writesPerApp: { create: 24.4, scale: 14.3 } };
+      return {
+        ...r, crFloor: cr,
+        operator: { ...r.operator, createSeconds: 40 * crCreate, rssMiB: { idle, afterRun: 120, peak: 150 }, restart: { seconds: 4, writes: 0 } },
+        ratios: { ...r.ratios, crFloor: { create: crCreate, scale: 1.01, apiserverCpu: 1.02, allCpu: 1.03 } },
+      };
+    };
+    const all = [withCr('2026-12-06T05:00:00Z', 1.08, 91), withCr('2026-12-06T05:20:00Z', 1.01, 90), withCr('2026-12-06T05:40:00Z', 1.04, 92)];
+    const reps = all.map(repetitionOf);
+    expect(reps[1]!.crFloor).toEqual({ createSeconds: 40, scaleSeconds: 20, apiserverCpuSeconds: 60 });
+    expect(reps[1]!.operator.rssMiB).toEqual({ idle: 90, peak: 150 });
+    const m = mediansOf(reps);
+    expect(m.crFloor?.create).toEqual({ median: 1.04, min: 1.01, max: 1.08 });
+    expect(m.crFloor?.allCpu).toEqual({ median: 1.03, min: 1.03, max: 1.03 });
+    expect(m.unrelated).toBeUndefined(); // no repetition ran --unrelated
+    const text = table({
+      date: '2026-12-06T06:00:00Z', machine: { cpus: 2, cpuModel: 'test', memoryGiB: 24, node: 'v24', kubernetes: 'v1.37.2' },
+      runs: [{ ...all.at(-1)!, repetitions: reps, medians: m }],
+    });
+    // CR floor 40 s, the operator's median create 41.6 s (of 43.2, 40.4, 41.6); median ratio and range, the raw floor's median beside it
+    expect(text).toContain('| 1000 | 40 s / 41.6 s | **1.04** (1.01-1.08) (1) |');
+    const repRows = text.split('\n').filter((l) => /^\| 1000 \| 2026-12-06 05:[024]0 \| 1\.0[148] \//.test(l));
+    expect(repRows).toHaveLength(3);
+    expect(repRows[1]).toBe('| 1000 | 2026-12-06 05:20 | 1.01 / 1.01 / 1.02 / 1.03 | 90 / 150 MiB; - | 4 s (0) / - | - |');
+  });
+
   it('shows the restart on N converged CRs against the Go reference\'s, with the writes of each', () => {
     const r = run('2026-12-03T20:00:00Z', 1.2, 1.1);
     const go = {
