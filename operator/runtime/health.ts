@@ -1,6 +1,7 @@
 // The operator's HTTP endpoints: /healthz and /readyz for the kubelet's probes (plain HTTP), /metrics
 // for Prometheus (HTTPS, each request authenticated and authorized through the API server: metrics-auth.ts).
-import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { createServer } from './node-http.js';
 import { createServer as createHttpsServer, Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { AuthDecision } from './metrics-auth.js';

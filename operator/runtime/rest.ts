@@ -1,6 +1,7 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { Agent as HttpsAgent, AgentOptions, request as httpsRequest, RequestOptions } from 'node:https';
-import { Agent as HttpAgent, ClientRequest, OutgoingHttpHeaders, request as httpRequest } from 'node:http';
+import type { ClientRequest, OutgoingHttpHeaders } from 'node:http';
+import { HttpAgent, httpRequest } from './node-http.js';
 import type { Socket } from 'node:net';
 import { TLSSocket } from 'node:tls';
 import type { KubeAccess } from './kubeconfig.js';
