@@ -304,7 +304,18 @@ describe('the operator as a pod of its install bundle, on the real node', () => 
     }, () => undefined);
     try {
       await core.deleteNamespacedPod({ name, namespace: pod.namespace });
-      await eventually('the standby holds the Lease', async () => (await leaseHolder()) === standby.metadata!.name, 120_000);
+      try {
+        await eventually('the standby holds the Lease', async () => (await leaseHolder()) === standby.metadata!.name, 120_000);
+      } catch (e) {
+        // Seen once in a full CI on 2 cores (12-06 20:00 UTC), never alone or beside a CPU hog: say who holds it and what the standby logged.
+        const pods = (await operatorPods()).map((p) => `${p.metadata!.name} ${p.status?.phase}${isReady(p) ? ' ready' : ''}`);
+        const standbyLog = await podLog(standby.metadata!.name!).catch((err: unknown) => [{ msg: `no log: ${String(err)}` } as LogLine]);
+        throw new Error(
+          `${(e as Error).message}; the Lease is held by ${(await leaseHolder()) ?? 'nobody'} (leader was ${name}, standby ${standby.metadata!.name}); ` +
+            `operator pods: ${pods.join(', ')}; the standby's last log lines:\n${standbyLog.slice(-25).map((l) => JSON.stringify(l)).join('\n')}`,
+          { cause: e },
+        );
+      }
       await eventually('the deleted pod reported its exit', async () => exits.length > 0, 60_000);
     } finally {
       watch.abort();
