@@ -1,0 +1,64 @@
+// The status readers GitOps tools run, applied to a CR as the API server answers it: kstatus (the
+// program tools/kstatus/build.sh builds on sigs.k8s.io/cli-utils) and Argo CD's health check
+// (docs/argocd/health.lua, run by Debian's lua5.4 the way Argo CD runs it: `obj` a Lua table).
+import { execFileSync, spawnSync } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+export const HEALTH_LUA = join(root, 'docs', 'argocd', 'health.lua');
+
+export interface KStatus {
+  readonly status: 'InProgress' | 'Failed' | 'Current' | 'Terminating' | 'NotFound' | 'Unknown';
+  readonly message: string;
+}
+
+export interface ArgoHealth {
+  readonly status: 'Healthy' | 'Progressing' | 'Degraded' | 'Suspended' | 'Missing' | 'Unknown';
+  readonly message: string;
+}
+
+/** The kstatus program, built on first use (a `go build`; cached under ~/.cache/appkind/kstatus/). */
+export function kstatusBinary(): string {
+  const out = execFileSync('bash', [join(root, 'tools', 'kstatus', 'build.sh')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  return out.trim().split('\n').at(-1)!;
+}
+
+/** What kstatus computes for each object, in order (one process for all). */
+export function kstatus(binary: string, ...objects: object[]): KStatus[] {
+  const run = spawnSync(binary, [], { input: objects.map((o) => JSON.stringify(o)).join('\n'), encoding: 'utf8' });
+  if (run.status !== 0) throw new Error(`${binary} exited with ${run.status}: ${run.stderr}`);
+  return run.stdout.trim().split('\n').map((l) => JSON.parse(l) as KStatus);
+}
+
+/** A JSON value as a Lua expression; null is nil, as in Argo CD's conversion. */
+export function luaValue(value: unknown): string {
+  if (value === null || value === undefined) return 'nil';
+  if (typeof value === 'boolean' || typeof value === 'number') return String(value);
+  if (typeof value === 'string') {
+    // Decimal escapes for every byte but plain ASCII: no Lua quoting rule to get wrong.
+    const bytes = [...Buffer.from(value, 'utf8')];
+    return `"${bytes.map((b) => (b >= 0x20 && b < 0x7f && b !== 0x22 && b !== 0x5c ? String.fromCharCode(b) : `\\${b}`)).join('')}"`;
+  }
+  if (Array.isArray(value)) return `{${value.map(luaValue).join(', ')}}`;
+  return `{${Object.entries(value as Record<string, unknown>).map(([k, v]) => `[${luaValue(k)}] = ${luaValue(v)}`).join(', ')}}`;
+}
+
+/** True when Debian's lua5.4 is installed (apt-get install lua5.4; .ci/run installs it). */
+export function hasLua(): boolean {
+  return spawnSync('lua5.4', ['-v'], { encoding: 'utf8' }).status === 0;
+}
+
+/** Argo CD's verdict on each object: docs/argocd/health.lua with `obj` set, as Argo CD calls it. */
+export function argoHealth(...objects: object[]): ArgoHealth[] {
+  const program = objects
+    .map((o) => `obj = ${luaValue(o)}\nlocal hs = dofile(${luaValue(HEALTH_LUA)})\nprint(hs.status .. "\\t" .. (hs.message or ""))`)
+    .map((chunk) => `do\n${chunk}\nend`)
+    .join('\n');
+  const run = spawnSync('lua5.4', ['-'], { input: program, encoding: 'utf8' });
+  if (run.status !== 0) throw new Error(`lua5.4 ${HEALTH_LUA} failed (${run.status}): ${run.stderr}`);
+  return run.stdout.trimEnd().split('\n').map((l) => {
+    const [status, ...message] = l.split('\t');
+    return { status: status as ArgoHealth['status'], message: message.join('\t') };
+  });
+}

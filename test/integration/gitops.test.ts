@@ -1,0 +1,237 @@
+// What the clients GitOps tools run read of a CR, on the shared control plane (kwok makes pods ready):
+// kstatus (sigs.k8s.io/cli-utils, as Helm 4's --wait, Flux and kpt compute it), `kubectl wait`, and
+// Argo CD's health check (docs/argocd/health.lua). A new CR and an edited one are in progress from
+// the API server's first answer until their pods are ready; a CR that cannot own its children, or
+// whose image the kind does not allow, is Failed (Stalled) as soon as the operator has seen it.
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { KubernetesObject, V1Deployment } from '@kubernetes/client-node';
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { AppKind } from 'cdk8s-appkind';
+import { crdObjects } from '../../operator/kinds/crd-yaml.js';
+import { RestClient } from '../../operator/runtime/rest.js';
+import { applyManifests } from '../../tools/controlplane/apply.js';
+import { argoHealth, ArgoHealth, hasLua, kstatus, KStatus, kstatusBinary } from '../gitops-clients.js';
+import { createTestNamespace, crObject, foreignDeployment, sharedCluster } from './cluster.js';
+import { installOperatorIdentity, OperatorProcess } from './operator-process.js';
+
+const exec = promisify(execFile);
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+type Condition = { type: string; status: string; reason: string; message: string };
+type Resource = KubernetesObject & { spec?: Record<string, unknown>; status?: { observedGeneration?: number; conditions?: Condition[] } };
+type Crd = KubernetesObject & { spec: { versions: { schema: { openAPIV3Schema: { properties: { spec: { properties: { image: Record<string, unknown> } } } } } }[] } };
+
+// A kind of its own whose CRD lacks the image rule (as one installed by hand might): the operator
+// is then the one to refuse a disallowed image, which is the Stalled case to see.
+const kind: AppKind = {
+  group: 'gitops.appkind.test', version: 'v1', kind: 'Shipped', plural: 'shippeds', appName: 'shipped',
+  image: 'takeyan/flask:0.0.3', port: 5000, allowedImages: ['takeyan/flask:*'],
+};
+const resource = `${kind.plural}.${kind.group}`;
+/** Where statuses seen here are saved for test/unit/argocd-health.test.ts, when set (a folder). */
+const RECORD = process.env.APPKIND_RECORD_GITOPS_FIXTURES;
+
+let rest: RestClient;
+let ns: string;
+let operator: OperatorProcess;
+let binary: string;
+
+/** One look at a CR: what kstatus and Argo CD make of it, and how many of its pods were ready just after. */
+interface Sample {
+  readonly cr: Resource;
+  readonly kstatus: KStatus;
+  readonly argo?: ArgoHealth;
+  readonly readyPods: number;
+}
+
+const cr = (name: string, spec?: Record<string, unknown>) => crObject(kind, ns, name, spec);
+const readyPods = async (name: string) =>
+  (await rest.get<V1Deployment & KubernetesObject>({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: `${name}-deployment`, namespace: ns } }))?.status?.readyReplicas ?? 0;
+
+function sample(obj: Resource, pods: number): Sample {
+  return { cr: obj, kstatus: kstatus(binary, obj)[0]!, argo: hasLua() ? argoHealth(obj)[0] : undefined, readyPods: pods };
+}
+
+/**
+ * Reads the CR from `first` (the API server's answer to the create or edit) until kstatus says
+ * `until`; the pods are counted after each read, so a CR Current before its pods were ready shows.
+ */
+async function follow(name: string, first: Resource, until: KStatus['status'], timeoutMs = 60_000): Promise<Sample[]> {
+  const samples = [sample(first, await readyPods(name))];
+  const deadline = Date.now() + timeoutMs;
+  while (samples.at(-1)!.kstatus.status !== until) {
+    if (Date.now() > deadline)
+      throw new Error(`${kind.kind} ${ns}/${name} not ${until} within ${timeoutMs} ms; kstatus said: ${JSON.stringify(samples.map((s) => s.kstatus).slice(-5))}`);
+    await new Promise((r) => setTimeout(r, 200));
+    const obj = (await rest.get<Resource>(cr(name)))!;
+    samples.push(sample(obj, await readyPods(name)));
+  }
+  return samples;
+}
+
+/** Each kstatus verdict seen in order, repeats collapsed. */
+const verdicts = (samples: Sample[]) => samples.map((s) => s.kstatus.status).filter((s, i, all) => i === 0 || all[i - 1] !== s);
+
+/** Argo CD's health check agrees with kstatus on every sample (where lua5.4 is installed). */
+function expectArgoAgrees(samples: Sample[]): void {
+  const expected: Partial<Record<KStatus['status'], ArgoHealth['status']>> = { InProgress: 'Progressing', Current: 'Healthy', Failed: 'Degraded' };
+  for (const s of samples) if (s.argo) expect([s.kstatus.status, s.argo.status]).toEqual([s.kstatus.status, expected[s.kstatus.status]]);
+}
+
+function record(name: string, obj: Resource): void {
+  if (!RECORD) return;
+  mkdirSync(RECORD, { recursive: true });
+  // managedFields: who wrote what, not what Argo CD's check reads.
+  const saved = { ...obj, metadata: { ...obj.metadata, managedFields: undefined } };
+  writeFileSync(join(RECORD, `${name}.json`), `${JSON.stringify(saved, null, 2)}\n`);
+}
+
+async function kubectl(...args: string[]): Promise<{ code: number; output: string }> {
+  try {
+    const { stdout, stderr } = await exec('kubectl', ['--kubeconfig', sharedCluster().kubeconfigPath, '-n', ns, ...args]);
+    return { code: 0, output: `${stdout}${stderr}` };
+  } catch (e) {
+    const { code, stdout, stderr } = e as { code?: number; stdout?: string; stderr?: string };
+    return { code: typeof code === 'number' ? code : -1, output: `${stdout ?? ''}${stderr ?? ''}` };
+  }
+}
+
+beforeAll(async () => {
+  binary = kstatusBinary();
+  const kc = sharedCluster().kubeConfig;
+  rest = new RestClient(kc);
+  ns = await createTestNamespace(kc, 'gitops');
+  const crd = crdObjects([kind])[0] as unknown as Crd;
+  delete crd.spec.versions[0]!.schema.openAPIV3Schema.properties.spec.properties.image['x-kubernetes-validations'];
+  await applyManifests(kc, [crd]);
+  await installOperatorIdentity(kc, [kind], ns);
+  // The default pacing (APPKIND_STATUS_INTERVAL_MS, 60 s): a rollout's first status is its Ready.
+  operator = await OperatorProcess.start(ns, { APPKIND_KINDS: JSON.stringify([kind]) });
+}, 600_000);
+
+afterAll(async () => {
+  expect(await operator?.stop('SIGTERM')).toBe(0);
+  expect(operator.logs.filter((l) => l.level === 'error')).toEqual([]);
+  rest?.close();
+});
+
+(sharedCluster().hasScheduler ? describe : describe.skip)('kstatus, as Helm --wait, Flux and kpt read it', () => {
+  test('a new CR is InProgress from the create\'s own answer, Current only once its pods are ready; an edit the same', async () => {
+    const created = await rest.apply<Resource>(cr('edited', { size: 1 }), 'test-user');
+    // The CRD's default status: generation 1 not observed yet, with no write by the operator.
+    expect(created.status).toEqual({ observedGeneration: 0 });
+    record('new', created);
+    const create = await follow('edited', created, 'Current');
+    expect(verdicts(create)).toEqual(['InProgress', 'Current']);
+    for (const s of create) if (s.kstatus.status === 'Current') expect(s.readyPods).toBe(1);
+    expectArgoAgrees(create);
+    record('ready', create.at(-1)!.cr);
+
+    const edited = await rest.apply<Resource>(cr('edited', { size: 2 }), 'test-user');
+    expect([edited.metadata?.generation, edited.status?.observedGeneration]).toEqual([2, 1]);
+    record('edited', edited);
+    const edit = await follow('edited', edited, 'Current');
+    expect(verdicts(edit)).toEqual(['InProgress', 'Current']);
+    for (const s of edit) if (s.kstatus.status === 'Current') expect(s.readyPods).toBe(2);
+    expectArgoAgrees(edit);
+  });
+
+  test('a CR whose Deployment name is taken is Failed (Stalled NameConflict) within seconds, never Current', async () => {
+    await rest.apply(foreignDeployment(ns, 'taken-deployment'), 'someone-else');
+    const created = await rest.apply<Resource>(cr('taken', { size: 1 }), 'test-user');
+    const samples = await follow('taken', created, 'Failed', 30_000);
+    expect(verdicts(samples)).toEqual(['InProgress', 'Failed']);
+    expect(samples.at(-1)!.kstatus.message).toContain(`Deployment ${ns}/taken-deployment`);
+    expect(samples.at(-1)!.cr.status?.conditions?.find((c) => c.type === 'Stalled')).toMatchObject({ status: 'True', reason: 'NameConflict' });
+    expectArgoAgrees(samples);
+    record('name-conflict', samples.at(-1)!.cr);
+  });
+
+  test('a CR whose image the kind does not allow is Failed (Stalled ImageNotAllowed) within seconds', async () => {
+    const created = await rest.apply<Resource>(cr('forbidden', { size: 1, image: 'nginx:1.27' }), 'test-user');
+    const samples = await follow('forbidden', created, 'Failed', 30_000);
+    expect(verdicts(samples)).toEqual(['InProgress', 'Failed']);
+    expect(samples.at(-1)!.kstatus.message).toContain('image "nginx:1.27"');
+    expectArgoAgrees(samples);
+    record('image-not-allowed', samples.at(-1)!.cr);
+  });
+});
+
+// kubectl is not built here (the control plane's module could, at the cost of a rebuild of its
+// cache): these tests use the one on PATH, and say so when there is none.
+const hasKubectl = spawnSync('kubectl', ['version', '--client'], { stdio: 'ignore' }).status === 0;
+if (!hasKubectl) console.log('gitops.test.ts: kubectl wait SKIPPED: no kubectl on PATH (https://kubernetes.io/docs/tasks/tools/)');
+
+(sharedCluster().hasScheduler && hasKubectl ? describe : describe.skip)('kubectl wait', () => {
+  test('--for=condition=Ready returns once the pods are ready, not at once for a new CR', async () => {
+    await rest.apply(cr('waited', { size: 2 }), 'test-user');
+    const waited = await kubectl('wait', '--for=condition=Ready', `${resource}/waited`, '--timeout=60s');
+    expect(waited).toEqual({ code: 0, output: `${resource}/waited condition met\n` });
+    expect(await readyPods('waited')).toBe(2);
+  });
+
+  test('--for=condition=Stalled returns for a CR that cannot progress; --for=condition=Ready times out on it', async () => {
+    await rest.apply(foreignDeployment(ns, 'stuck-deployment'), 'someone-else');
+    await rest.apply(cr('stuck', { size: 1 }), 'test-user');
+    expect(await kubectl('wait', '--for=condition=Stalled', `${resource}/stuck`, '--timeout=30s')).toEqual({ code: 0, output: `${resource}/stuck condition met\n` });
+    const ready = await kubectl('wait', '--for=condition=Ready', `${resource}/stuck`, '--timeout=2s');
+    expect(ready.code).toBe(1);
+    expect(ready.output).toContain('timed out waiting for the condition');
+  });
+});
+
+/** The helm binary tools/helm/build.sh builds (it says where without building). */
+function helmBinary(): string {
+  const path = execFileSync('bash', [join(root, 'tools', 'helm', 'build.sh'), '--print-path'], { encoding: 'utf8' }).trim();
+  if (!existsSync(path)) throw new Error(`helm is not built (no ${path}): run \`npm run helm:build\` (bash tools/helm/build.sh; .ci/run does it)`);
+  return path;
+}
+
+/** A chart holding one CR of the kind, as a user would package an app. */
+function chartOf(name: string, spec: Record<string, unknown>): string {
+  const dir = mkdtempSync(join(tmpdir(), `appkind-gitops-${name}-`));
+  mkdirSync(join(dir, 'templates'));
+  writeFileSync(join(dir, 'Chart.yaml'), `apiVersion: v2\nname: ${name}\nversion: 0.1.0\n`);
+  writeFileSync(join(dir, 'templates', 'app.yaml'), `${JSON.stringify({ apiVersion: `${kind.group}/${kind.version}`, kind: kind.kind, metadata: { name }, spec })}\n`);
+  return dir;
+}
+
+/** helm as a user runs it, in a config of its own; its exit code and output. */
+async function helm(...args: string[]): Promise<{ code: number; output: string }> {
+  const home = mkdtempSync(join(tmpdir(), 'appkind-gitops-helm-'));
+  const env = { ...process.env, HELM_CONFIG_HOME: join(home, 'config'), HELM_CACHE_HOME: join(home, 'cache'), HELM_DATA_HOME: join(home, 'data') };
+  try {
+    const { stdout, stderr } = await exec(helmBinary(), [...args, '--kubeconfig', sharedCluster().kubeconfigPath, '-n', ns], { env });
+    return { code: 0, output: `${stdout}${stderr}` };
+  } catch (e) {
+    const { code, stdout, stderr } = e as { code?: number; stdout?: string; stderr?: string };
+    return { code: typeof code === 'number' ? code : -1, output: `${stdout ?? ''}${stderr ?? ''}` };
+  } finally {
+    rmSync(home, { recursive: true, force: true });
+  }
+}
+
+(sharedCluster().hasScheduler ? describe : describe.skip)('helm install --wait of a chart holding a CR', () => {
+  test('returns once the app is ready', async () => {
+    const installed = await helm('install', 'charted', chartOf('charted', { size: 2 }), '--wait', '--timeout', '120s');
+    expect(installed.code).toBe(0);
+    expect(installed.output).toContain('STATUS: deployed');
+    expect(await readyPods('charted')).toBe(2);
+    const ready = (await rest.get<Resource>(cr('charted')))!.status?.conditions?.find((c) => c.type === 'Ready');
+    expect(ready?.status).toBe('True');
+  });
+
+  test('fails for a CR that can never be ready (Stalled), without waiting out its --timeout', async () => {
+    await rest.apply(foreignDeployment(ns, 'blocked-deployment'), 'someone-else');
+    const installed = await helm('install', 'blocked', chartOf('blocked', { size: 1 }), '--wait', '--timeout', '300s');
+    expect(installed.code).toBe(1);
+    // Helm 4 stops waiting on an object kstatus calls Failed, and names it with the Stalled message.
+    expect(installed.output).toContain(`resource ${kind.kind}/${ns}/blocked not ready. status: Failed, message: Deployment ${ns}/blocked-deployment`);
+    expect(installed.output).not.toContain('context deadline exceeded');
+  });
+});

@@ -1,0 +1,52 @@
+// docs/argocd/health.lua, the Argo CD health check for app kinds, run by Debian's lua5.4 the way Argo
+// CD runs it (`obj` a Lua table), against CRs recorded from test/integration/gitops.test.ts
+// (APPKIND_RECORD_GITOPS_FIXTURES=test/unit/fixtures/gitops re-records them).
+import { describe, expect, test } from '@jest/globals';
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { argoHealth, hasLua, luaValue } from '../gitops-clients.js';
+
+const fixtures = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'gitops');
+type Recorded = { metadata: { generation: number }; status: { observedGeneration: number; conditions?: { type: string; status: string; reason: string; message: string }[] } };
+const recorded = (name: string): Recorded => JSON.parse(readFileSync(join(fixtures, `${name}.json`), 'utf8')) as Recorded;
+
+if (!hasLua()) console.log('argocd-health.test.ts SKIPPED: lua5.4 is not installed (apt-get install lua5.4; .ci/run installs it)');
+
+(hasLua() ? describe : describe.skip)('the Argo CD health check on recorded CRs', () => {
+  test.each([
+    ['new', 'Progressing', "Waiting for the operator to observe generation 1"],
+    ['edited', 'Progressing', 'Waiting for the operator to observe generation 2'],
+    ['ready', 'Healthy', 'AllReplicasReady: 1/1 pods ready'],
+  ])('%s: %s', (name, status, message) => {
+    expect(argoHealth(recorded(name))).toEqual([{ status, message }]);
+  });
+
+  test.each([
+    ['name-conflict', 'NameConflict'],
+    ['image-not-allowed', 'ImageNotAllowed'],
+  ])('%s: Degraded with the Stalled reason and message', (name, reason) => {
+    const cr = recorded(name);
+    const stalled = cr.status.conditions!.find((c) => c.type === 'Stalled')!;
+    expect(stalled.reason).toBe(reason);
+    expect(argoHealth(cr)).toEqual([{ status: 'Degraded', message: `${reason}: ${stalled.message}` }]);
+  });
+
+  test('a rollout under way (Reconciling) is Progressing with its reason; Ready True wins over nothing else', () => {
+    const ready = recorded('ready');
+    const conditions = ready.status.conditions!.map((c) => (c.type === 'Ready' ? { ...c, status: 'False', reason: 'FailedCreate', message: 'exceeded quota' } : c));
+    const rolling = { ...ready, status: { ...ready.status, conditions: [...conditions, { type: 'Reconciling', status: 'True', reason: 'FailedCreate', message: 'exceeded quota' }] } };
+    expect(argoHealth(rolling)).toEqual([{ status: 'Progressing', message: 'FailedCreate: exceeded quota' }]);
+  });
+
+  test('no status at all (a CRD without the default status) is Progressing, not Healthy', () => {
+    const bare = { ...recorded('new'), status: undefined };
+    expect(argoHealth(bare)).toEqual([{ status: 'Progressing', message: "Waiting for the operator's first status" }]);
+  });
+});
+
+describe('luaValue', () => {
+  test('quotes every string byte Lua could misread, and drops nulls', () => {
+    expect(luaValue({ a: ['x"y\\z', null, 1, true], 'b-c': 'é\n' })).toBe('{["a"] = {"x\\34y\\92z", nil, 1, true}, ["b-c"] = "\\195\\169\\10"}');
+  });
+});
