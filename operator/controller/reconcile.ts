@@ -24,6 +24,7 @@ import {
   podsRefusedEvent,
   ReconcileFailure,
   replicaFailureOf,
+  statusChanges,
   statusEqual,
 } from './status.js';
 
@@ -379,6 +380,8 @@ export class Reconciler {
       this.deps.ownStatusWrites?.wrote(key, written);
       this.deps.pacer?.wrote(key, isUrgent);
       log.info('status updated', {
+        changed: statusChanges(cr.status, status),
+        urgent: isUrgent,
         replicas: status.replicas,
         readyReplicas: status.readyReplicas,
         nodes: status.nodes.length,

@@ -253,6 +253,23 @@ function withTransitionTime(c: Omit<Condition, 'lastTransitionTime'>, previous: 
   return { ...c, lastTransitionTime };
 }
 
+/**
+ * What writing `next` changes of `current`, for the log: the fields (`nodes`, `readyReplicas`...) and
+ * the conditions (`Ready`, `Reconciling`...) that differ, in that order.
+ */
+export function statusChanges(current: Partial<AppStatus> | undefined, next: AppStatus): string[] {
+  const n = normalize(next) as Record<string, unknown>;
+  const c = normalize(current ?? {}) as Record<string, unknown>;
+  const fields = [...new Set([...Object.keys(n), ...Object.keys(c)])].filter(
+    (k) => k !== 'conditions' && JSON.stringify(n[k]) !== JSON.stringify(c[k]),
+  );
+  const byType = (s: Partial<AppStatus> | undefined) =>
+    new Map((s?.conditions ?? []).map((x) => [x.type, JSON.stringify(normalize({ conditions: [x] }))]));
+  const [before, after] = [byType(current), byType(next)];
+  const conditions = [...new Set([...after.keys(), ...before.keys()])].filter((t) => before.get(t) !== after.get(t));
+  return [...fields.sort(), ...conditions.sort()];
+}
+
 /** True when writing `next` would change nothing the CR shows. */
 export function statusEqual(current: Partial<AppStatus> | undefined, next: AppStatus): boolean {
   return JSON.stringify(normalize(current ?? {})) === JSON.stringify(normalize(next));

@@ -1,6 +1,6 @@
 import { describe, expect, test } from '@jest/globals';
 import { V1ContainerStatus, V1Deployment, V1Pod, V1Service } from '@kubernetes/client-node';
-import { computeStatus, kubeletFailureEvent, podsRefusedEvent, replicaFailureOf, selectorString, statusEqual, StatusInput } from '../../operator/controller/status.js';
+import { computeStatus, kubeletFailureEvent, podsRefusedEvent, replicaFailureOf, selectorString, statusChanges, statusEqual, StatusInput } from '../../operator/controller/status.js';
 
 const labels = { 'app.kubernetes.io/name': 'echoflask', 'app.kubernetes.io/instance': 'example-echoflask', 'app.kubernetes.io/managed-by': 'cdk8s-appkind' };
 const pod = (name: string, ready: boolean, deleting = false): V1Pod => ({
@@ -101,6 +101,16 @@ describe('statusEqual', () => {
     expect(statusEqual({ ...s, nodes: ['a', 'b'] }, s)).toBe(false);
     expect(statusEqual({ ...s, readyReplicas: 2 }, s)).toBe(false);
     expect(statusEqual(undefined, s)).toBe(false);
+  });
+
+  test('statusChanges names the fields and conditions a write changes', () => {
+    const s = computeStatus({ ...base, deployment: deployment(3, 3), service, pods: [pod('a', true)] });
+    expect(statusChanges(s, s)).toEqual([]);
+    const more = computeStatus({ ...base, deployment: deployment(3, 3), service, pods: [pod('a', true), pod('b', true)], previous: s });
+    expect(statusChanges(s, more)).toEqual(['nodes']);
+    const rolling = computeStatus({ ...base, deployment: deployment(3, 2), service, pods: [pod('a', true)], previous: s });
+    expect(statusChanges(s, rolling)).toEqual(['readyReplicas', 'Ready', 'Reconciling']);
+    expect(statusChanges({ observedGeneration: 0 }, s)).toEqual(['nodePort', 'nodes', 'observedGeneration', 'readyReplicas', 'replicas', 'selector', 'Degraded', 'Progressing', 'Ready']);
   });
 
   test('selectorString sorts keys', () => {
