@@ -10,6 +10,7 @@ import {
   V1Service,
 } from '@kubernetes/client-node';
 import { podProblemKey } from './kubelet.js';
+import { PROGRESS_DEADLINE_EXCEEDED } from './status.js';
 import { ContainerApp } from 'cdk8s-appkind';
 import { refKey } from '../runtime/ref.js';
 
@@ -122,7 +123,8 @@ export function podChanged(a: V1Pod | undefined, b: V1Pod): boolean {
 /**
  * What reconcile reads of a Deployment, as one string: its metadata (labels, annotations, owners, our
  * own apply entry of managedFields, generation, deletion) but not resourceVersion, and of its status
- * only what status shows (replicas, ready, updated, observedGeneration, a ReplicaFailure). The spec
+ * only what status shows (replicas, ready, updated, observedGeneration, a ReplicaFailure, a
+ * rollout past its progress deadline). The spec
  * needs no look: every change of a Deployment's spec bumps metadata.generation.
  */
 function deploymentView(d: V1Deployment): string {
@@ -130,6 +132,7 @@ function deploymentView(d: V1Deployment): string {
   delete metadata.resourceVersion;
   const s = d.status ?? {};
   const failure = s.conditions?.find((c) => c.type === 'ReplicaFailure');
+  const progressing = s.conditions?.find((c) => c.type === 'Progressing');
   return JSON.stringify([
     metadata,
     s.observedGeneration,
@@ -137,6 +140,8 @@ function deploymentView(d: V1Deployment): string {
     s.readyReplicas,
     s.updatedReplicas,
     failure && [failure.status, failure.reason, failure.message],
+    // Past its progress deadline or not (Stalled), not the condition's other reasons or times.
+    progressing?.reason === PROGRESS_DEADLINE_EXCEEDED && progressing.status === 'False',
   ]);
 }
 
