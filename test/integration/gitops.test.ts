@@ -16,7 +16,7 @@ import { crdObjects } from '../../operator/kinds/crd-yaml.js';
 import { RestClient } from '../../operator/runtime/rest.js';
 import { applyManifests } from '../../tools/controlplane/apply.js';
 import { argoHealth, ArgoHealth, hasLua, kstatus, KStatus, kstatusBinary } from '../gitops-clients.js';
-import { createTestNamespace, crObject, foreignDeployment, sharedCluster } from './cluster.js';
+import { createTestNamespace, crObject, eventually, foreignDeployment, sharedCluster } from './cluster.js';
 import { installOperatorIdentity, OperatorProcess } from './operator-process.js';
 
 const exec = promisify(execFile);
@@ -30,9 +30,11 @@ type Crd = KubernetesObject & { spec: { versions: { schema: { openAPIV3Schema: {
 // is then the one to refuse a disallowed image, which is the Stalled case to see.
 const kind: AppKind = {
   group: 'gitops.appkind.test', version: 'v1', kind: 'Shipped', plural: 'shippeds', appName: 'shipped',
-  image: 'takeyan/flask:0.0.3', port: 5000, allowedImages: ['takeyan/flask:*'],
+  image: 'takeyan/flask:0.0.3', port: 5000, allowedImages: ['takeyan/flask:*'], overrides: { resources: {} },
 };
 const resource = `${kind.plural}.${kind.group}`;
+/** How kubectl names an object in its output: the kind, lower case, and group. */
+const printed = `${kind.kind.toLowerCase()}.${kind.group}`;
 /** Where statuses seen here are saved for test/unit/argocd-health.test.ts, when set (a folder). */
 const RECORD = process.env.APPKIND_RECORD_GITOPS_FIXTURES;
 
@@ -160,6 +162,21 @@ afterAll(async () => {
     expectArgoAgrees(samples);
     record('image-not-allowed', samples.at(-1)!.cr);
   });
+  test('a rollout past its Deployment\'s progress deadline is Failed (Stalled ProgressDeadlineExceeded)', async () => {
+    // More CPU than the kwok node has: the pod is never scheduled, the rollout never progresses.
+    const created = await rest.apply<Resource>(cr('unschedulable', { size: 1, resources: { requests: { cpu: '5000' } } }), 'test-user');
+    const deployment = `/apis/apps/v1/namespaces/${ns}/deployments/unschedulable-deployment`;
+    await eventually('its Deployment', async () => (await rest.get({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'unschedulable-deployment', namespace: ns } })) !== undefined);
+    // Kubernetes' default deadline is 600 s; a field the operator does not apply, so it stays as set here.
+    await rest.request('PATCH', deployment, { contentType: 'application/merge-patch+json', body: { spec: { progressDeadlineSeconds: 2 } } });
+    const samples = await follow('unschedulable', created, 'Failed', 60_000);
+    expect(verdicts(samples)).toEqual(['InProgress', 'Failed']);
+    expect(samples.at(-1)!.cr.status?.conditions?.find((c) => c.type === 'Stalled')).toMatchObject({
+      status: 'True', reason: 'ProgressDeadlineExceeded', message: expect.stringContaining('has timed out progressing'),
+    });
+    expectArgoAgrees(samples);
+    record('progress-deadline', samples.at(-1)!.cr);
+  });
 });
 
 // kubectl is not built here (the control plane's module could, at the cost of a rebuild of its
@@ -171,14 +188,14 @@ if (!hasKubectl) console.log('gitops.test.ts: kubectl wait SKIPPED: no kubectl o
   test('--for=condition=Ready returns once the pods are ready, not at once for a new CR', async () => {
     await rest.apply(cr('waited', { size: 2 }), 'test-user');
     const waited = await kubectl('wait', '--for=condition=Ready', `${resource}/waited`, '--timeout=60s');
-    expect(waited).toEqual({ code: 0, output: `${resource}/waited condition met\n` });
+    expect(waited).toEqual({ code: 0, output: `${printed}/waited condition met\n` });
     expect(await readyPods('waited')).toBe(2);
   });
 
   test('--for=condition=Stalled returns for a CR that cannot progress; --for=condition=Ready times out on it', async () => {
     await rest.apply(foreignDeployment(ns, 'stuck-deployment'), 'someone-else');
     await rest.apply(cr('stuck', { size: 1 }), 'test-user');
-    expect(await kubectl('wait', '--for=condition=Stalled', `${resource}/stuck`, '--timeout=30s')).toEqual({ code: 0, output: `${resource}/stuck condition met\n` });
+    expect(await kubectl('wait', '--for=condition=Stalled', `${resource}/stuck`, '--timeout=30s')).toEqual({ code: 0, output: `${printed}/stuck condition met\n` });
     const ready = await kubectl('wait', '--for=condition=Ready', `${resource}/stuck`, '--timeout=2s');
     expect(ready.code).toBe(1);
     expect(ready.output).toContain('timed out waiting for the condition');

@@ -25,6 +25,7 @@ if (!hasLua()) console.log('argocd-health.test.ts SKIPPED: lua5.4 is not install
   test.each([
     ['name-conflict', 'NameConflict'],
     ['image-not-allowed', 'ImageNotAllowed'],
+    ['progress-deadline', 'ProgressDeadlineExceeded'],
   ])('%s: Degraded with the Stalled reason and message', (name, reason) => {
     const cr = recorded(name);
     const stalled = cr.status.conditions!.find((c) => c.type === 'Stalled')!;
