@@ -165,10 +165,15 @@ afterAll(async () => {
   test('a rollout past its Deployment\'s progress deadline is Failed (Stalled ProgressDeadlineExceeded)', async () => {
     // More CPU than the kwok node has: the pod is never scheduled, the rollout never progresses.
     const created = await rest.apply<Resource>(cr('unschedulable', { size: 1, resources: { requests: { cpu: '5000' } } }), 'test-user');
-    const deployment = `/apis/apps/v1/namespaces/${ns}/deployments/unschedulable-deployment`;
-    await eventually('its Deployment', async () => (await rest.get({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'unschedulable-deployment', namespace: ns } })) !== undefined);
-    // Kubernetes' default deadline is 600 s; a field the operator does not apply, so it stays as set here.
-    await rest.request('PATCH', deployment, { contentType: 'application/merge-patch+json', body: { spec: { progressDeadlineSeconds: 2 } } });
+    const deployment = { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'unschedulable-deployment', namespace: ns } };
+    await eventually('its rollout under way', async () => (await rest.get<V1Deployment & KubernetesObject>(deployment))?.status?.observedGeneration === 1);
+    // The Deployment controller's own verdict once progressDeadlineSeconds (600 s, as the construct
+    // renders it) has passed, written as it writes it; it keeps it while the rollout makes no progress.
+    const now = new Date().toISOString();
+    await rest.request('PATCH', `/apis/apps/v1/namespaces/${ns}/deployments/unschedulable-deployment/status`, {
+      contentType: 'application/strategic-merge-patch+json',
+      body: { status: { conditions: [{ type: 'Progressing', status: 'False', reason: 'ProgressDeadlineExceeded', message: 'ReplicaSet "unschedulable-deployment-x" has timed out progressing.', lastUpdateTime: now, lastTransitionTime: now }] } },
+    });
     const samples = await follow('unschedulable', created, 'Failed', 60_000);
     expect(verdicts(samples)).toEqual(['InProgress', 'Failed']);
     expect(samples.at(-1)!.cr.status?.conditions?.find((c) => c.type === 'Stalled')).toMatchObject({
@@ -176,6 +181,28 @@ afterAll(async () => {
     });
     expectArgoAgrees(samples);
     record('progress-deadline', samples.at(-1)!.cr);
+  });
+
+  test('pods refused by a ResourceQuota are InProgress (Reconciling FailedCreate), not Failed: Current once the quota goes', async () => {
+    const quota = { apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'no-more-pods', namespace: ns }, spec: { hard: { pods: '0' } } };
+    await rest.apply(quota, 'test-user');
+    try {
+      const created = await rest.apply<Resource>(cr('refused', { size: 1 }), 'test-user');
+      const reconciling = async () => (await rest.get<Resource>(cr('refused')))?.status?.conditions?.find((c) => c.type === 'Reconciling');
+      await eventually('Reconciling FailedCreate', async () => (await reconciling())?.reason === 'FailedCreate');
+      expect((await reconciling())!.message).toContain('exceeded quota: no-more-pods');
+      const refused = (await rest.get<Resource>(cr('refused')))!;
+      const seen = sample(refused, 0);
+      expect(seen.kstatus).toEqual({ status: 'InProgress', message: expect.stringContaining('exceeded quota') });
+      expectArgoAgrees([seen]);
+      record('refused', refused);
+      await rest.delete(quota);
+      const samples = await follow('refused', created, 'Current');
+      for (const s of samples) if (s.kstatus.status === 'Current') expect(s.readyPods).toBe(1);
+      expect(samples.some((s) => s.kstatus.status === 'Failed')).toBe(false);
+    } finally {
+      await rest.delete(quota).catch(() => undefined);
+    }
   });
 });
 

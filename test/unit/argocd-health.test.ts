@@ -33,11 +33,11 @@ if (!hasLua()) console.log('argocd-health.test.ts SKIPPED: lua5.4 is not install
     expect(argoHealth(cr)).toEqual([{ status: 'Degraded', message: `${reason}: ${stalled.message}` }]);
   });
 
-  test('a rollout under way (Reconciling) is Progressing with its reason; Ready True wins over nothing else', () => {
-    const ready = recorded('ready');
-    const conditions = ready.status.conditions!.map((c) => (c.type === 'Ready' ? { ...c, status: 'False', reason: 'FailedCreate', message: 'exceeded quota' } : c));
-    const rolling = { ...ready, status: { ...ready.status, conditions: [...conditions, { type: 'Reconciling', status: 'True', reason: 'FailedCreate', message: 'exceeded quota' }] } };
-    expect(argoHealth(rolling)).toEqual([{ status: 'Progressing', message: 'FailedCreate: exceeded quota' }]);
+  test('refused: pods a ResourceQuota refuses are Progressing (Reconciling), with the refusal', () => {
+    const cr = recorded('refused');
+    const reconciling = cr.status.conditions!.find((c) => c.type === 'Reconciling')!;
+    expect(reconciling.reason).toBe('FailedCreate');
+    expect(argoHealth(cr)).toEqual([{ status: 'Progressing', message: `FailedCreate: ${reconciling.message}` }]);
   });
 
   test('no status at all (a CRD without the default status) is Progressing, not Healthy', () => {
