@@ -1,7 +1,10 @@
 // How often the operator writes a CR's status. An ordinary rollout, a CR's create or an edit of its
 // spec, that completes within APPKIND_STATUS_INTERVAL_MS gets one status write, Ready=True of the new
-// generation (plus one completing it for each cache that showed the rollout late). Meanwhile the CR keeps its previous status, stale by its observedGeneration, which
-// `kubectl wait --for=condition=Ready` checks. Counted from the API server's audit log.
+// generation, plus at most one that completes status.nodes when the pod cache lists the rollout's new
+// pod after the Deployment said it was ready. Meanwhile the CR keeps its previous status (a new CR: the
+// CRD's default, observedGeneration 0), stale by its observedGeneration, which kstatus and `kubectl
+// wait --for=condition=Ready` check. Counted from the API server's audit log, each write matched with
+// the operator's log line saying what it changed.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { KubeConfig, KubernetesObject, Watch } from '@kubernetes/client-node';
 import { SAMPLE_KIND } from '../../operator/kinds/config.js';
@@ -14,8 +17,8 @@ type LogLine = OperatorProcess['logs'][number];
 type Resource = KubernetesObject & { status?: { nodes?: string[]; observedGeneration?: number; conditions?: Condition[] } };
 
 const kind = SAMPLE_KIND;
-/** Writes after a rollout's Ready write that only complete it: see expectRolloutWrites. */
-const CATCH_UP_WRITES = 2;
+/** Writes after a rollout's Ready write that only complete status.nodes (see expectRolloutWrites): one new pod per rollout here. */
+const CATCH_UP_WRITES = 1;
 let kc: KubeConfig;
 let rest: RestClient;
 let ns: string;
@@ -33,7 +36,7 @@ const loggedWrites = (name: string, since: string): LogLine[] =>
 
 /**
  * The write budget of a rollout: one write with Ready=True of the new generation, then at most
- * CATCH_UP_WRITES that only complete it (pods listed, replica counts), never a condition.
+ * CATCH_UP_WRITES that only complete status.nodes (the pod cache behind the Deployment's status).
  */
 async function expectRolloutWrites(name: string, since: string): Promise<void> {
   // The audit log has a write before its answer reaches the operator, which logs it after.
@@ -43,7 +46,7 @@ async function expectRolloutWrites(name: string, since: string): Promise<void> {
   // Every write the API server recorded is one the operator logged, with what it changed.
   expect([audited, told]).toEqual([logged.length, told]);
   expect([logged[0]?.changed, told]).toEqual([expect.arrayContaining(['observedGeneration', 'Ready']), told]);
-  for (const later of logged.slice(1)) expect([later.changed, told]).toEqual([expect.not.arrayContaining(['Ready', 'Reconciling', 'Stalled', 'Progressing', 'Degraded', 'observedGeneration']), told]);
+  for (const later of logged.slice(1)) expect([later.changed, told]).toEqual([['nodes'], told]);
   expect([logged.length <= 1 + CATCH_UP_WRITES, told]).toEqual([true, told]);
 }
 
@@ -79,11 +82,8 @@ afterAll(async () => {
       const since = new Date().toISOString();
       await rest.apply({ ...crRef('edited'), spec: { size: 1 } }, 'test-user');
       await eventually('created: Ready at generation 1', async () => ready(await rest.get<Resource>(crRef('edited')), 1, 1));
-      // The pod cache may list the pod a moment after the Deployment says it is ready, and the
-      // Deployment controller may report the rollout in more than one status update: each lag can
-      // cost one write that completes the status (status.nodes, the replica counts), never a
-      // Ready=False step (the states check below). Under a full CI on 2 cores both lags came in one
-      // rollout (3 writes, twice in CI runs), so the bound is the Ready write plus one for each.
+      // Under load the pod cache may list the pod after the Deployment's status says it is ready:
+      // Ready is written with the pods listed so far, and one write completes status.nodes.
       await expectRolloutWrites('edited', since);
 
       const edited = new Date().toISOString();
