@@ -120,6 +120,7 @@ afterAll(async () => {
   expect(await operator?.stop('SIGTERM')).toBe(0);
   expect(operator.logs.filter((l) => l.level === 'error')).toEqual([]);
   rest?.close();
+  for (const dir of charts) rmSync(dir, { recursive: true, force: true });
 });
 
 (sharedCluster().hasScheduler ? describe : describe.skip)('kstatus, as Helm --wait, Flux and kpt read it', () => {
@@ -236,9 +237,12 @@ function helmBinary(): string {
   return path;
 }
 
-/** A chart holding one CR of the kind, as a user would package an app. */
+const charts: string[] = [];
+
+/** A chart holding one CR of the kind, as a user would package an app (removed after the tests). */
 function chartOf(name: string, spec: Record<string, unknown>): string {
   const dir = mkdtempSync(join(tmpdir(), `appkind-gitops-${name}-`));
+  charts.push(dir);
   mkdirSync(join(dir, 'templates'));
   writeFileSync(join(dir, 'Chart.yaml'), `apiVersion: v2\nname: ${name}\nversion: 0.1.0\n`);
   writeFileSync(join(dir, 'templates', 'app.yaml'), `${JSON.stringify({ apiVersion: `${kind.group}/${kind.version}`, kind: kind.kind, metadata: { name }, spec })}\n`);
