@@ -106,6 +106,13 @@ export function appPropsFor(appKind: AppKind, cr: AppResource): ContainerAppProp
     serviceAccountName: (allowed.serviceAccountName && spec.serviceAccountName) || appKind.serviceAccountName,
     automountServiceAccountToken: appKind.automountServiceAccountToken,
     serviceType: appKind.serviceType,
+    portName: appKind.portName,
+    appProtocol: appKind.appProtocol,
+    imagePullPolicy: appKind.imagePullPolicy,
+    podDisruptionBudget: appKind.podDisruptionBudget,
+    networkPolicy: appKind.networkPolicy,
+    topologySpreadConstraints: appKind.topologySpreadConstraints,
+    podAntiAffinity: appKind.podAntiAffinity,
   };
 }
 
@@ -165,11 +172,13 @@ export function overrideProblems(appKind: AppKind, cr: AppResource): string[] {
  * runAsNonRoot stands for all the "restricted" Pod Security Standard asks of the pod spec.
  */
 function securityOf(appKind: AppKind): ContainerSecurity | undefined {
-  const { runAsNonRoot, runAsUser, readOnlyRootFilesystem } = appKind;
-  if (runAsNonRoot === undefined && runAsUser === undefined && readOnlyRootFilesystem === undefined) return undefined;
+  const { runAsNonRoot, runAsUser, runAsGroup, readOnlyRootFilesystem } = appKind;
+  if (runAsNonRoot === undefined && runAsUser === undefined && runAsGroup === undefined && readOnlyRootFilesystem === undefined)
+    return undefined;
   return {
     runAsNonRoot,
     runAsUser,
+    runAsGroup,
     readOnlyRootFilesystem,
     ...(runAsNonRoot ? { dropAllCapabilities: true, seccompRuntimeDefault: true } : {}),
   };
