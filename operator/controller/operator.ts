@@ -1,6 +1,14 @@
 // The app-kind operator's wiring: what it watches, how each event maps to the key of the CR it
 // concerns, and what reconciles a key (one statement, in Operator's constructor).
-import { KubernetesObject, V1Deployment, V1Pod, V1ReplicaSet, V1Service } from '@kubernetes/client-node';
+import {
+  KubernetesObject,
+  V1Deployment,
+  V1NetworkPolicy,
+  V1Pod,
+  V1PodDisruptionBudget,
+  V1ReplicaSet,
+  V1Service,
+} from '@kubernetes/client-node';
 import { AppKind, AppKindCrd, ContainerApp } from 'cdk8s-appkind';
 import { OWNER_INDEX, ownerIndex, ResourceCache, withOwnManagedFields, withoutManagedFields } from '../runtime/cache.js';
 import { Controller, ControllerBuilder, KeySink, WatchEvent, WatchSource } from '../runtime/controller.js';
@@ -47,6 +55,19 @@ const DEPLOYMENTS: WatchSource = { apiVersion: 'apps/v1', kind: 'Deployment', pl
  * that runs only while some CR waits for a port (NodePortWaits).
  */
 const SERVICES: WatchSource = { apiVersion: 'v1', kind: 'Service', plural: 'services', labelSelector: CHILD_SELECTOR };
+/** Our PodDisruptionBudgets and NetworkPolicies (a kind renders them when it asks), label-selected as the Deployments. */
+const PDBS: WatchSource = {
+  apiVersion: 'policy/v1',
+  kind: 'PodDisruptionBudget',
+  plural: 'poddisruptionbudgets',
+  labelSelector: CHILD_SELECTOR,
+};
+const NETWORK_POLICIES: WatchSource = {
+  apiVersion: 'networking.k8s.io/v1',
+  kind: 'NetworkPolicy',
+  plural: 'networkpolicies',
+  labelSelector: CHILD_SELECTOR,
+};
 /** Only our pods: status reads nothing else of pods. */
 const OUR_PODS: WatchSource = { apiVersion: 'v1', kind: 'Pod', plural: 'pods', labelSelector: CHILD_SELECTOR };
 /** Our ReplicaSets: which pods belong to a CR's own Deployment. */
@@ -57,6 +78,8 @@ interface AppCaches {
   readonly crs: ReadonlyMap<string, ResourceCache<CachedResource>>;
   readonly deployments: ResourceCache<V1Deployment>;
   readonly services: ResourceCache<V1Service>;
+  readonly podDisruptionBudgets: ResourceCache<V1PodDisruptionBudget>;
+  readonly networkPolicies: ResourceCache<V1NetworkPolicy>;
   readonly pods: ResourceCache<V1Pod>;
   readonly replicaSets: ResourceCache<V1ReplicaSet>;
 }
@@ -130,6 +153,18 @@ export class Operator {
       })
       .owns<'deployments', V1Deployment>('deployments', DEPLOYMENTS, (keys, e) => this.onDeployment(keys, e, expectations), children)
       .owns<'services', V1Service>('services', SERVICES, (keys, e) => this.onService(keys, e, expectations), children)
+      .owns<'podDisruptionBudgets', V1PodDisruptionBudget>(
+        'podDisruptionBudgets',
+        PDBS,
+        (keys, e) => this.onChild(keys, e, expectations),
+        children,
+      )
+      .owns<'networkPolicies', V1NetworkPolicy>(
+        'networkPolicies',
+        NETWORK_POLICIES,
+        (keys, e) => this.onChild(keys, e, expectations),
+        children,
+      )
       .watches<'pods', V1Pod>('pods', OUR_PODS, (keys, e) => this.onPod(keys, e), {
         transform: podSummary,
         indexers: { [OWNER_INDEX]: ownerIndex },
@@ -200,6 +235,13 @@ export class Operator {
     this.ownerOf(keys, obj);
     this.waitingFor(keys, freedNodePorts(type, obj, old));
     if (type === 'delete') this.conflictingWith(keys, 'Service', obj);
+  }
+
+  /** A PodDisruptionBudget or NetworkPolicy event: its CR (status reads nothing of them; a change is drift to undo). */
+  private onChild(keys: KeySink, { type, obj, source }: WatchEvent<KubernetesObject>, expectations: Expectations): void {
+    expectations.observed(source.kind, obj);
+    this.deletedChildren.observed(source.kind, obj, type === 'delete');
+    this.ownerOf(keys, obj);
   }
 
   /** A pod belongs to the CR named by its instance label, of every kind whose app name it carries. */
