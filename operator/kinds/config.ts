@@ -119,6 +119,7 @@ function overridesOf(raw: unknown): AppKindOverrides | undefined {
     env: object(o.env),
     envFrom: flag(o.envFrom),
     resources: object(o.resources),
+    podDisruptionBudget: flag(o.podDisruptionBudget),
     serviceAccountName: flag(o.serviceAccountName),
   };
   const set = Object.fromEntries(Object.entries(out).filter(([, v]) => v !== undefined));

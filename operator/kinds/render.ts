@@ -6,6 +6,7 @@ import {
   ContainerSecurity,
   EnvFromSource,
   EnvVar,
+  PodDisruptionBudgetOptions,
   ResourceList,
   ResourceRequirements,
 } from 'cdk8s-appkind';
@@ -30,6 +31,8 @@ export interface AppSpec {
   readonly resources?: ResourceRequirements;
   /** ServiceAccount of the pods (when the kind allows it). @default the kind's */
   readonly serviceAccountName?: string;
+  /** A PodDisruptionBudget replacing the kind's (when the kind allows it). @default the kind's */
+  readonly podDisruptionBudget?: PodDisruptionBudgetOptions;
 }
 
 /** A CR of an app kind as read from the API server (or written in a sample). */
@@ -109,7 +112,7 @@ export function appPropsFor(appKind: AppKind, cr: AppResource): ContainerAppProp
     portName: appKind.portName,
     appProtocol: appKind.appProtocol,
     imagePullPolicy: appKind.imagePullPolicy,
-    podDisruptionBudget: appKind.podDisruptionBudget,
+    podDisruptionBudget: (allowed.podDisruptionBudget && spec.podDisruptionBudget) || appKind.podDisruptionBudget,
     networkPolicy: appKind.networkPolicy,
     topologySpreadConstraints: appKind.topologySpreadConstraints,
     podAntiAffinity: appKind.podAntiAffinity,

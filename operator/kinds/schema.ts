@@ -161,6 +161,7 @@ const DEFINITIONS: Record<string, Schema> = {
       description: 'CRs may set spec.resources; true, or {maxCpu, maxMemory} bounds.',
       oneOf: [{ type: 'boolean' }, obj('Bounds of what a CR may ask.', { maxCpu: ref('quantity'), maxMemory: ref('quantity') })],
     },
+    podDisruptionBudget: bool("CRs may set spec.podDisruptionBudget (replacing the kind's)."),
     serviceAccountName: bool('CRs may set spec.serviceAccountName.'),
   }),
 };

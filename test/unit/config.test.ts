@@ -148,7 +148,7 @@ describe('kind configuration', () => {
     ['portName: memcached-binary', /kinds\[0\]: portName "memcached-binary" is not an IANA service name; give at most 15 lower-case letters/],
     ['resources: {limits: {ephemeral-storage: 1Gi}}', /resources\.limits\.ephemeral-storage is not a known setting; remove it, or use one of: cpu, memory, ephemeralStorage/],
     ['runAsGroup: -1', /kinds\[0\]: runAsGroup must be >= 0/],
-    ['overrides: {hostNetwork: true}', /overrides\.hostNetwork is not a known setting; remove it, or use one of: args, env, envFrom, resources, serviceAccountName/],
+    ['overrides: {hostNetwork: true}', /overrides\.hostNetwork is not a known setting; remove it, or use one of: args, env, envFrom, resources, podDisruptionBudget, serviceAccountName/],
   ])('a misshapen setting (%s) names the setting, the file and the fix', (setting, message) => {
     const file = writeTemp('kinds.yaml', `kinds:\n  - {group: a.example.com, version: v1, kind: A, image: "a:1", port: 80, ${setting}}\n`);
     expect(() => kindsFromFile(file)).toThrow(ConfigError);
