@@ -33,7 +33,7 @@ interface Scored {
 let kubeScore: string;
 
 beforeAll(async () => {
-  // The first run on a machine builds it (about a minute on 2 cores; several with a cold Go cache).
+  // The first run on a machine builds it (about two minutes on 2 cores with a cold Go cache).
   try {
     const { stdout } = await exec('bash', [join(root, 'tools', 'kube-score', 'build.sh')], { maxBuffer: 1 << 20 });
     kubeScore = stdout.trim().split('\n').pop()!;

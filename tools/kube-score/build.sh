@@ -2,7 +2,7 @@
 # Builds the kube-score binary the production-example test runs (github.com/zegl/kube-score, pinned in
 # go.mod/go.sum beside this file) from the Go module proxy into a cache outside the repo and prints its
 # path on the last line of stdout. Reuses the cached binary when it is there; a new machine builds it
-# again (one `go build`, about a minute on 2 cores). `build.sh --print-path` only prints where the
+# again (one `go build`, about two minutes on 2 cores with a cold Go cache). `build.sh --print-path` only prints where the
 # binary goes. A lock (flock on <cache>/.lock) makes a second concurrent run wait for the first and
 # reuse its result.
 set -euo pipefail
