@@ -237,11 +237,14 @@ export class Operator {
     if (type === 'delete') this.conflictingWith(keys, 'Service', obj);
   }
 
-  /** A PodDisruptionBudget or NetworkPolicy event: its CR (status reads nothing of them; a change is drift to undo). */
-  private onChild(keys: KeySink, { type, obj, source }: WatchEvent<KubernetesObject>, expectations: Expectations): void {
+  /**
+   * A PodDisruptionBudget or NetworkPolicy event: its CR, unless only its status changed (the
+   * disruption controller's counts tick with every pod; status reads nothing of them).
+   */
+  private onChild(keys: KeySink, { type, obj, old, source }: WatchEvent<KubernetesObject>, expectations: Expectations): void {
     expectations.observed(source.kind, obj);
     this.deletedChildren.observed(source.kind, obj, type === 'delete');
-    this.ownerOf(keys, obj);
+    if (type !== 'update' || !statusOnlyChange(old, obj)) this.ownerOf(keys, obj);
   }
 
   /** A pod belongs to the CR named by its instance label, of every kind whose app name it carries. */
