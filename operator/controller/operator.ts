@@ -134,9 +134,7 @@ export class Operator {
     const children = { transform: withOwnManagedFields(settings.fieldManager), indexers: { [OWNER_INDEX]: ownerIndex } };
     const watching = { rest, log, namespaces: settings.namespaces, staleMs: settings.watchStaleSeconds * 1000, onThrottled };
     // An object of someone else's that blocked a CR is gone: retry that CR now.
-    this.conflicts = new ConflictWatches(watching, (obj) =>
-      this.conflictingWith(this.controller.keys, obj.kind as 'Deployment' | 'Service', obj),
-    );
+    this.conflicts = new ConflictWatches(watching, (obj) => this.conflictingWith(this.controller.keys, obj.kind!, obj));
 
     // CRs waiting for a NodePort held by a Service not ours: retried when a Service gives one up.
     this.nodePortWaits = new NodePortWaits(
@@ -245,6 +243,7 @@ export class Operator {
     expectations.observed(source.kind, obj);
     this.deletedChildren.observed(source.kind, obj, type === 'delete');
     if (type !== 'update' || !statusOnlyChange(old, obj)) this.ownerOf(keys, obj);
+    if (type === 'delete') this.conflictingWith(keys, source.kind, obj);
   }
 
   /** A pod belongs to the CR named by its instance label, of every kind whose app name it carries. */
@@ -298,13 +297,13 @@ export class Operator {
   }
 
   /**
-   * A Deployment or Service was deleted: a CR whose child takes its name and did not own it was
+   * A child's kind of object was deleted: a CR whose child takes its name and did not own it was
    * Degraded NameConflict because of it, and runs now instead of at its next backoff retry, which may
    * be DEGRADED_RETRY_SECONDS away; its backoff starts again from its base. Its status is not looked
    * at: a conflict written a moment ago may not be in the cache yet, and a CR that was not blocked
    * costs one no-op reconcile.
    */
-  private conflictingWith(keys: KeySink, kind: 'Deployment' | 'Service', obj: KubernetesObject): void {
+  private conflictingWith(keys: KeySink, kind: string, obj: KubernetesObject): void {
     const owner = controllerOf(obj)?.uid;
     this.retryNow(
       keys,

@@ -1,7 +1,8 @@
 // A kind that asks for a PodDisruptionBudget and a NetworkPolicy (and the placement and port settings)
 // on the real control plane: the operator creates both, owned by the CR as the Deployment and Service
 // are, puts back one that is deleted, writes nothing in steady state, and prunes both once the kind
-// stops asking (the Deployment and Service losing the other settings).
+// stops asking (the Deployment and Service losing the other settings); one of someone else's under the
+// child's name holds the CR Degraded until it is deleted, which retries the CR at once.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { KubeConfig, KubernetesObject, V1Deployment, V1NetworkPolicy, V1PodDisruptionBudget, V1Service } from '@kubernetes/client-node';
 import { AppKind, ImagePullPolicy } from 'cdk8s-appkind';
@@ -10,7 +11,7 @@ import { RestClient } from '../../operator/runtime/rest.js';
 import { createTestNamespace, crObject, eventually, sharedCluster } from './cluster.js';
 import { expectNoOperatorWrites, installCrds, installOperatorIdentity, OperatorProcess } from './operator-process.js';
 
-type Condition = { type: string; status: string };
+type Condition = { type: string; status: string; reason?: string };
 type Resource = KubernetesObject & { status?: { nodes?: string[]; conditions?: Condition[] } };
 
 const kind: AppKind = {
@@ -90,4 +91,23 @@ describe('a kind with a PodDisruptionBudget and a NetworkPolicy', () => {
     await eventually('guarded converged again', () => converged('guarded'));
     await expectNoOperatorWrites(ns, 10_000);
   }, 180_000);
+
+  test('a PodDisruptionBudget of someone else\'s under the child\'s name: Degraded NameConflict, and its deletion retries the CR at once', async () => {
+    expect(await operator!.stop('SIGTERM')).toBe(0);
+    // A backoff cap far beyond the test: only the delete's event can retry the CR in time.
+    operator = await OperatorProcess.start(ns, { APPKIND_KINDS: JSON.stringify({ kinds: [kind] }), APPKIND_DEGRADED_RETRY_SECONDS: '3600' });
+    const foreign = await rest.apply(
+      { apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name: 'taken-pdb', namespace: ns }, spec: { maxUnavailable: 0, selector: { matchLabels: { app: 'other' } } } },
+      'someone-else',
+    );
+    await rest.apply({ ...crRef('taken'), spec: { size: 0 } }, 'test-user');
+    const degraded = async () => (await rest.get<Resource>(crRef('taken')))?.status?.conditions?.find((c) => c.type === 'Degraded');
+    await eventually('taken Degraded NameConflict', async () => (await degraded())?.reason === 'NameConflict');
+    expect((await pdb('taken'))!.spec!.maxUnavailable).toBe(0);
+
+    await rest.delete(foreign);
+    const line = await operator!.waitForLog((l) => l.msg === 'conflicting object deleted; retrying the CR whose child takes its name' && l.key === `${kind.kind}/${ns}/taken`);
+    expect(line.object).toBe(`PodDisruptionBudget ${ns}/taken-pdb`);
+    await eventually('taken recovered with its own budget', async () => (await degraded())?.status === 'False' && (await pdb('taken'))?.metadata?.ownerReferences?.[0]?.name === 'taken');
+  }, 120_000);
 });
