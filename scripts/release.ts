@@ -65,7 +65,7 @@ function manifests(image: string, env: NodeJS.ProcessEnv, monitoring: boolean): 
 }
 
 /** The Helm chart: its folder, and the archive `helm package` would make (a gzipped tar of that folder). */
-function chart(image: string, env: NodeJS.ProcessEnv): void {
+function chart(image: string, env: NodeJS.ProcessEnv, monitoring: boolean): void {
   const dir = join(OUT, 'chart', CHART_NAME);
   for (const [path, text] of Object.entries(chartFiles(bundleProps(env, image), VERSION))) {
     mkdirSync(join(dir, path, '..'), { recursive: true });
@@ -73,7 +73,8 @@ function chart(image: string, env: NodeJS.ProcessEnv): void {
   }
   const archive = `${CHART_NAME}-${VERSION}.tgz`;
   execFileSync('tar', ['-czf', join(OUT, archive), '-C', join(OUT, 'chart'), CHART_NAME]);
-  say(`${archive}: the Helm chart (default values: the same objects as install.yaml), its folder chart/${CHART_NAME}/`);
+  const same = monitoring ? 'the same objects as install.yaml but the monitoring ones' : 'the same objects as install.yaml';
+  say(`${archive}: the Helm chart (default values: ${same}), its folder chart/${CHART_NAME}/`);
 }
 
 function library(): void {
@@ -160,7 +161,7 @@ function main(): void {
   rmSync(OUT, { recursive: true, force: true });
   mkdirSync(OUT);
   manifests(ref, env, values.monitoring ?? false);
-  chart(ref, env);
+  chart(ref, env, values.monitoring ?? false);
   library();
   if (!values['no-packages']) packages();
   if (!values['no-image']) image(ref);
