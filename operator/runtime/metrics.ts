@@ -86,6 +86,14 @@ export class OperatorMetrics {
     labelNames: ['name'] as const,
     registers: [this.registry],
   });
+  private readonly queueDuration = new Histogram({
+    name: 'workqueue_queue_duration_seconds',
+    help: 'How long in seconds an item stays in workqueue before being requested',
+    labelNames: ['name'] as const,
+    // client-go's workqueue buckets: 10 ns to 1000 s, by tens.
+    buckets: [1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 0.01, 0.1, 1, 10, 100, 1000],
+    registers: [this.registry],
+  });
   private readonly retries = new Counter({
     name: 'workqueue_retries_total',
     help: 'Total number of retries handled by workqueue',
@@ -164,6 +172,11 @@ export class OperatorMetrics {
     this.depth.set({ name }, n);
   }
 
+  /** A worker of the queue `name` took a key that had waited `seconds`. */
+  queueWait(name: string, seconds: number): void {
+    this.queueDuration.observe({ name }, seconds);
+  }
+
   /** The queue `name` scheduled a retry after a failure. */
   retry(name: string): void {
     this.retries.inc({ name });
@@ -214,6 +227,7 @@ export function queueHooks(metrics: OperatorMetrics, name: string, controllerOf:
   return {
     onDepth: (n) => metrics.queueDepth(name, n),
     onRetry: () => metrics.retry(name),
+    onWait: (_key, seconds) => metrics.queueWait(name, seconds),
     onResult: (key, result, seconds) => metrics.reconcile(controllerOf(key), result, seconds),
   };
 }

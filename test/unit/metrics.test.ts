@@ -64,6 +64,8 @@ describe('OperatorMetrics', () => {
     expect(body).toContain('controller_runtime_reconcile_total{controller="Takara",result="success"} 1');
     expect(body).toContain('workqueue_retries_total{name="appkind"} 1');
     expect(body).toContain('workqueue_depth{name="appkind"} 0');
+    // Three runs taken from the queue: EchoFlask, Takara's failure and its retry.
+    expect(body).toContain('workqueue_queue_duration_seconds_count{name="appkind"} 3');
   });
 
   it('counts CRs by kind and by condition at each scrape: one series per kind, type and status, never one per CR', async () => {
