@@ -280,6 +280,16 @@ function alertRules(sel: string, name: string, notReadyFor: string): AlertRule[]
       },
     },
     {
+      alert: 'AppKindWorkqueueLatency',
+      expr: `histogram_quantile(0.99, sum by (name, le) (rate(workqueue_queue_duration_seconds_bucket{${sel}}[5m]))) > 60`,
+      for: '15m',
+      labels: { severity: 'warning' },
+      annotations: {
+        summary: 'Work queue {{ $labels.name }}: CRs wait {{ $value | humanizeDuration }} for a worker (p99)',
+        description: `CRs have waited more than a minute between a change and its reconcile for 15 minutes (a failure's backoff not counted). Raise APPKIND_WORKERS of ${name}, or look for slow reconciles.`,
+      },
+    },
+    {
       alert: 'AppKindNoLeader',
       expr: `max(leader_election_master_status{${sel}}) < 1`,
       for: '5m',
@@ -369,6 +379,15 @@ function panels(sel: string): Panel[] {
         { expr: `max by (name) (workqueue_depth{${sel}})`, legend: '{{name}} depth' },
         { expr: `sum by (name) (rate(workqueue_retries_total{${sel}}[5m]))`, legend: '{{name}} retries/s' },
       ],
+    },
+    {
+      title: 'Work queue wait (add to worker)',
+      type: 'timeseries',
+      unit: 's',
+      targets: [0.5, 0.99].map((q) => ({
+        expr: `histogram_quantile(${q}, sum by (name, le) (rate(workqueue_queue_duration_seconds_bucket{${sel}}[5m])))`,
+        legend: `{{name}} p${q * 100}`,
+      })),
     },
     {
       title: 'Leader',

@@ -79,7 +79,7 @@ describe('OperatorMonitoring', () => {
     const rules = rule!.spec!.groups![0]!.rules;
     expect(rules.map((r) => r.alert)).toEqual([
       'AppKindOperatorDown', 'AppKindResourcesNotReady', 'AppKindResourcesDegraded', 'AppKindResourcesStalled', 'AppKindReconcileErrors',
-      'AppKindReconcileSlow', 'AppKindWorkqueueBacklog', 'AppKindNoLeader', 'AppKindLeaderChanges', 'AppKindKindsRefused', 'AppKindAPIThrottled',
+      'AppKindReconcileSlow', 'AppKindWorkqueueBacklog', 'AppKindWorkqueueLatency', 'AppKindNoLeader', 'AppKindLeaderChanges', 'AppKindKindsRefused', 'AppKindAPIThrottled',
     ]);
     const byName = new Map(rules.map((r) => [r.alert, r]));
     expect(byName.get('AppKindResourcesNotReady')!.for).toBe('30m');
@@ -99,7 +99,7 @@ describe('OperatorMonitoring', () => {
       'appkind_config_last_reload_successful', 'appkind_resource_conditions', 'appkind_resources', 'appkind_rest_client_throttled_total',
       'controller_runtime_reconcile_errors_total', 'controller_runtime_reconcile_time_seconds_bucket', 'controller_runtime_reconcile_total',
       'leader_election_master_status', 'nodejs_eventloop_lag_p99_seconds', 'process_cpu_seconds_total', 'process_resident_memory_bytes',
-      'rest_client_requests_total', 'up', 'workqueue_depth', 'workqueue_retries_total',
+      'rest_client_requests_total', 'up', 'workqueue_depth', 'workqueue_queue_duration_seconds_bucket', 'workqueue_retries_total',
     ]);
   });
 
