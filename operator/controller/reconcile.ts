@@ -6,7 +6,7 @@ import { CacheReader, OWNER_INDEX } from '../runtime/cache.js';
 import { ConflictTracker } from './conflicts.js';
 import type { DeletedChildren } from './deleted-children.js';
 import { Expectations } from '../runtime/expectations.js';
-import { parseRefKey, refKey, refOf } from '../runtime/ref.js';
+import { controllerOf, parseRefKey, refKey, refOf } from '../runtime/ref.js';
 import { EventRecorder } from '../runtime/events.js';
 import { apiFailure, ApiFailure, describeObject } from '../runtime/kube.js';
 import { Logger, reconcileFields } from '../runtime/log.js';
@@ -80,11 +80,6 @@ function nameConflict(obj: KubeObject, cr: CachedResource): ReconcileFailure {
     reason: 'NameConflict',
     message: `${describeObject(obj)} already exists and is not owned by ${cr.kind} ${cr.metadata.namespace}/${cr.metadata.name}; delete or rename it, or rename the ${cr.kind}`,
   };
-}
-
-/** The controller ownerReference of an object, if any. */
-export function controllerOf(obj: KubernetesObject): V1OwnerReference | undefined {
-  return obj.metadata?.ownerReferences?.find((r) => r.controller);
 }
 
 /**

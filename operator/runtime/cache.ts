@@ -1,5 +1,6 @@
 import { KubernetesObject } from '@kubernetes/client-node';
 import { Informer } from './informer.js';
+import { controllerOf } from './ref.js';
 
 /** What a reconciler reads of a cache: an object by name, objects by index. */
 export interface CacheReader<T extends KubernetesObject = KubernetesObject> {
@@ -43,7 +44,7 @@ export class ResourceCache<T extends KubernetesObject = KubernetesObject> implem
 export const OWNER_INDEX = 'owner';
 
 export function ownerIndex(obj: KubernetesObject): string[] {
-  const uid = obj.metadata?.ownerReferences?.find((r) => r.controller)?.uid;
+  const uid = controllerOf(obj)?.uid;
   return uid ? [uid] : [];
 }
 /** The object without managedFields, which the operator never reads and which is most of its size. */
