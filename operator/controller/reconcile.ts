@@ -1,7 +1,7 @@
 import { KubernetesObject, V1Deployment, V1OwnerReference, V1Pod, V1ReplicaSet, V1Service } from '@kubernetes/client-node';
 import { AppKind, ContainerApp, ContainerAppProps } from 'cdk8s-appkind';
 import { AppResource, appPropsFor, KubeObject } from '../kinds/render.js';
-import { appliedFieldsOf, drift as driftOf, firstReleased } from './apply.js';
+import { appliedFieldsOf, drift as driftOf, firstReleased } from './diff.js';
 import { CacheReader, OWNER_INDEX } from '../runtime/cache.js';
 import { ConflictTracker } from './conflicts.js';
 import type { DeletedChildren } from './deleted-children.js';
