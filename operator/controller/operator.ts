@@ -7,10 +7,9 @@ import { Controller, ControllerBuilder, KeySink, WatchEvent, WatchSource } from 
 import { EventRecorder } from '../runtime/events.js';
 import { Expectations } from '../runtime/expectations.js';
 import { KubeAccess } from '../runtime/kubeconfig.js';
-import { describeObject } from '../runtime/kube.js';
 import { Logger } from '../runtime/log.js';
 import { OperatorMetrics, queueHooks } from '../runtime/metrics.js';
-import { controllerOf, refKey, refOf } from '../runtime/ref.js';
+import { controllerOf, describeObject, refKey, refOf } from '../runtime/ref.js';
 import { RestClient } from '../runtime/rest.js';
 import { OperatorSettings } from '../settings.js';
 import {

@@ -1,5 +1,6 @@
 import { KubernetesObject } from '@kubernetes/client-node';
-import { apiFailure, objectKey } from './kube.js';
+import { apiFailure } from './api-failure.js';
+import { objectKey } from './ref.js';
 import { sleep } from './sleep.js';
 import { Logger } from './log.js';
 import { resourcePath, RestClient } from './rest.js';

@@ -1,4 +1,4 @@
-import { KubernetesObject } from '@kubernetes/client-node';
+// A failed API request in the terms a caller acts on: its code, reason and message, and whether to retry.
 import { ApiError } from './rest.js';
 
 /** What a failed API request said: HTTP code, the Status reason and the server's message. */
@@ -18,15 +18,4 @@ export function apiFailure(e: unknown): ApiFailure {
   if (e instanceof ApiError)
     return { code: e.code, reason: e.reason, message: e.message, retryAfterMs: e.throttled ? (e.retryAfterMs ?? 1000) : undefined };
   return { code: 0, reason: 'ClientError', message: e instanceof Error ? e.message : String(e) };
-}
-
-/** `namespace/name` of an object, or `name` for cluster-scoped ones. */
-export function objectKey(obj: KubernetesObject): string {
-  const ns = obj.metadata?.namespace;
-  return ns ? `${ns}/${obj.metadata?.name}` : `${obj.metadata?.name}`;
-}
-
-/** `Kind namespace/name`, the way errors and logs name an object. */
-export function describeObject(obj: KubernetesObject): string {
-  return `${obj.kind} ${objectKey(obj)}`;
 }
