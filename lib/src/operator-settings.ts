@@ -39,14 +39,12 @@ const int = (env: string, dflt: number, min: number, max: number, help: string, 
 const bool = (env: string, dflt: boolean, help: string, flag?: string): BoolRow => ({ env, default: dflt, help, flag });
 const text = (env: string, dflt: string | undefined, help: string, flag?: string): TextRow => ({ env, default: dflt, help, flag });
 
-/** The operator's settings (operator/settings.ts has the meaning of each in OperatorSettings). */
+/** The operator's settings; OperatorSettings (operator/settings.ts) says what each means and why its default is what it is. */
 export const OPERATOR_SETTINGS = {
   config: text('APPKIND_CONFIG', undefined, 'YAML/JSON file listing the kinds', 'config'),
   configMap: text('APPKIND_CONFIG_MAP', undefined, 'the ConfigMap the kinds file is mounted from (namespace/name, or a name in the pod namespace)'),
   namespaces: text('APPKIND_WATCH_NAMESPACE', undefined, 'namespace to watch (repeat or comma-separate; default all)', 'namespace'),
-  // A reconcile mostly waits on the API server: fewer workers leave keys queued behind each other's round trips.
   workers: int('APPKIND_WORKERS', 8, 1, 64, 'parallel reconciles', 'workers'),
-  // Rollouts at N=300-1000 on 2 cores take longer than 30 s; a shorter interval made progress writes most of the load.
   statusIntervalMs: int('APPKIND_STATUS_INTERVAL_MS', 60_000, 0, 3_600_000, 'shortest time between two progress writes of one status; 0 writes every change'),
   fieldManager: text('APPKIND_FIELD_MANAGER', 'appkind-operator', 'server-side apply field manager', 'field-manager'),
   logLevel: { env: 'APPKIND_LOG_LEVEL', default: 'info', values: ['debug', 'info', 'warn', 'error'], help: 'debug, info, warn or error', flag: 'log-level' } as ChoiceRow,
@@ -65,6 +63,5 @@ export const OPERATOR_SETTINGS = {
   podNamespace: text('APPKIND_POD_NAMESPACE', undefined, 'the namespace the operator runs in'),
   shutdownGraceSeconds: int('APPKIND_SHUTDOWN_GRACE_SECONDS', 20, 0, 3600, 'longest wait for in-flight reconciles on SIGTERM'),
   watchStaleSeconds: int('APPKIND_WATCH_STALE_SECONDS', 300, 5, 86400, 'a watch silent for this long is restarted'),
-  // client-go's cap of 1000 s left a CR Degraded up to 16 minutes after its cause was gone; all retries are still held to 10 a second.
   degradedRetrySeconds: int('APPKIND_DEGRADED_RETRY_SECONDS', 60, 1, 3600, 'longest wait between two retries of a Degraded CR'),
 };
