@@ -1,3 +1,4 @@
+// The operator's command line: flags that set the settings' environment variables, and the usage text.
 import { parseArgs } from 'node:util';
 import { ConfigError } from './kinds/config.js';
 import { OPERATOR_SETTINGS, SettingRow } from 'cdk8s-appkind/build/operator-settings.js';

@@ -1,3 +1,5 @@
+// The operator's settings, read from the environment by the rows of the settings table
+// (cdk8s-appkind's operator-settings.ts), each checked and named in the error when it is wrong.
 import { AppKind } from 'cdk8s-appkind';
 import { BoolRow, ChoiceRow, IntRow, OPERATOR_SETTINGS, TextRow } from 'cdk8s-appkind/build/operator-settings.js';
 import { ConfigError, loadAppKinds, watchNamespaces } from './kinds/config.js';
