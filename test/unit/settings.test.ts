@@ -4,7 +4,7 @@ import { afterAll, describe, expect, it } from '@jest/globals';
 import { Chart, Testing } from 'cdk8s';
 import { AppKind, LogLevel, OperatorBundle, OperatorBundleProps } from 'cdk8s-appkind';
 import { OPERATOR_SETTINGS } from 'cdk8s-appkind/build/operator-settings.js';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SAMPLE_KIND } from '../../operator/kinds/config.js';
@@ -102,5 +102,16 @@ describe('the settings table', () => {
     expect(USAGE).toContain(`--workers          parallel reconciles (default ${OPERATOR_SETTINGS.workers.default}) [APPKIND_WORKERS]`);
     expect(USAGE).toContain(`(default ${OPERATOR_SETTINGS.metricsPort.default}) [APPKIND_METRICS_PORT]`);
     expect(USAGE).toContain('[APPKIND_LEADER_ELECT]');
+  });
+
+  it("OperatorBundleProps documents the table's defaults (the @default of its props, as the built assembly records them)", () => {
+    const assembly = JSON.parse(readFileSync(join(import.meta.dirname, '..', '..', 'lib', '.jsii'), 'utf8')) as {
+      types: Record<string, { properties?: { name: string; docs?: { default?: string } }[] }>;
+    };
+    const documented = Object.fromEntries(assembly.types['cdk8s-appkind.OperatorBundleProps']!.properties!.map((p) => [p.name, p.docs?.default]));
+    for (const key of ['workers', 'leaseDurationSeconds', 'renewDeadlineSeconds', 'retryPeriodSeconds', 'shutdownGraceSeconds'] as const) {
+      expect([key, documented[key]]).toEqual([key, String(OPERATOR_SETTINGS[key].default)]);
+    }
+    expect(documented.logLevel).toBe(`LogLevel.${OPERATOR_SETTINGS.logLevel.default.toUpperCase()}`);
   });
 });
