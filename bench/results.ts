@@ -74,7 +74,7 @@ export interface GoOperatorRun {
 }
 
 /**
- * An operator restarted on N converged CRs (issue 25 item 4): seconds from its spawn until its caches
+ * An operator restarted on N converged CRs: seconds from its spawn until its caches
  * were synced and every CR checked (controller_runtime_reconcile_total >= N, work queue empty), and
  * the writes it made meanwhile.
  */
@@ -106,7 +106,7 @@ export interface BenchRun {
   /** 1-, 5- and 15-minute load averages before the floor and after the operator run. */
   readonly loadAverage: { readonly start: number[]; readonly after: number[] };
   readonly floor: FloorRun;
-  /** The CR floor (issue 25 item 1; absent with --no-cr-floor): a plain client doing what any CR-based operator must. */
+  /** The CR floor (absent with --no-cr-floor): a plain client doing what any CR-based operator must. */
   readonly crFloor?: FloorRun;
   readonly operator: OperatorRun;
   /** With --go: the Go reference operator, after the operator. */

@@ -1,3 +1,5 @@
+// The reconciler: one CR's children applied from what render() gives, the ones no longer rendered pruned,
+// and its status written; level-based, reading everything from the caches each time.
 import { KubernetesObject, V1Deployment, V1OwnerReference, V1Pod, V1ReplicaSet, V1Service } from '@kubernetes/client-node';
 import { AppKind, ContainerApp, ContainerAppProps } from 'cdk8s-appkind';
 import { AppResource, appPropsFor, KubeObject } from '../kinds/render.js';

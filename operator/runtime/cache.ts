@@ -1,3 +1,5 @@
+// What a reconciler reads of the informers: one resource's objects across namespaces, the owner index,
+// and objects trimmed of the managedFields the operator never reads.
 import { KubernetesObject } from '@kubernetes/client-node';
 import { Informer } from './informer.js';
 import { controllerOf } from './ref.js';

@@ -1,3 +1,5 @@
+// Kubernetes Events about the objects the operator reconciles, aggregated and rate-limited as
+// client-go's EventCorrelator does.
 import { CoreV1Event, KubernetesObject } from '@kubernetes/client-node';
 import { apiFailure } from './api-failure.js';
 import { Logger } from './log.js';

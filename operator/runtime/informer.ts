@@ -1,3 +1,5 @@
+// A list+watch cache of one resource: lists in pages, watches from the list's resourceVersion, resumes
+// or relists after errors, and tells handlers of each change.
 import { KubernetesObject } from '@kubernetes/client-node';
 import { apiFailure } from './api-failure.js';
 import { objectKey } from './ref.js';
