@@ -4,7 +4,7 @@
 // operator, run as the bundle's ServiceAccount with HTTPS /metrics, is scraped with the token of the
 // ServiceAccount the construct binds, and every metric an alert or a dashboard panel names is there.
 import { afterAll, beforeAll, describe, expect, jest, test } from '@jest/globals';
-import { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import { KubeConfig, KubernetesObject, V1Service } from '@kubernetes/client-node';
 import { App, Chart } from 'cdk8s';
 import { OperatorBundle, OperatorMonitoring } from 'cdk8s-appkind';
 import { randomBytes } from 'node:crypto';
@@ -130,6 +130,14 @@ describe("the operator's /metrics, scraped as the construct's bound ServiceAccou
       body = res.body;
       return res.status === 200 && metricValue(body, 'appkind_resources', { kind: SAMPLE_KIND.kind }) === 1;
     });
+  });
+
+  test("the ServiceMonitor's selector picks exactly the bundle's metrics Service in its namespace, which has the port it names", async () => {
+    const sm = find('ServiceMonitor') as KubernetesObject & { spec: { selector: { matchLabels: Record<string, string> }; endpoints: { port: string }[] } };
+    const labelSelector = Object.entries(sm.spec.selector.matchLabels).map(([k, v]) => `${k}=${v}`).join(',');
+    const services = await admin.request<{ items: V1Service[] }>('GET', `/api/v1/namespaces/${ns}/services`, { query: { labelSelector } });
+    expect(services.items.map((s) => s.metadata?.name)).toEqual([`${operatorName}-metrics`]);
+    expect(services.items[0]!.spec?.ports?.map((p) => p.name)).toEqual([sm.spec.endpoints[0]!.port]);
   });
 
   test('every metric an alert or a dashboard panel names is served (Prometheus adds "up" itself)', () => {
