@@ -1,5 +1,5 @@
 import { V1Deployment, V1DeploymentCondition, V1Pod, V1Service } from '@kubernetes/client-node';
-import { KUBELET_FAILURE_REASONS, podProblem } from './kubelet.js';
+import { KUBELET_FAILURE_REASONS, podProblem } from './pod-problems.js';
 
 /**
  * Ready, Progressing and Degraded are always present. Reconciling and Stalled follow kstatus
