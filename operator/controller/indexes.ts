@@ -126,9 +126,9 @@ export function podChanged(a: V1Pod | undefined, b: V1Pod): boolean {
 /**
  * What reconcile reads of a Deployment, as one string: its metadata (labels, annotations, owners, our
  * own apply entry of managedFields, generation, deletion) but not resourceVersion, and of its status
- * only what status shows (replicas, ready, updated, observedGeneration, a ReplicaFailure, a
- * rollout past its progress deadline). The spec
- * needs no look: every change of a Deployment's spec bumps metadata.generation.
+ * only what status shows (replicas, ready, updated, observedGeneration, a ReplicaFailure, a rollout
+ * past its progress deadline). The spec needs no look: every change of a Deployment's spec bumps
+ * metadata.generation.
  */
 function deploymentView(d: V1Deployment): string {
   const metadata = { ...d.metadata };
