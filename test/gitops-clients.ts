@@ -1,9 +1,12 @@
 // The status readers GitOps tools run, applied to a CR as the API server answers it: kstatus (the
 // program tools/kstatus/build.sh builds on sigs.k8s.io/cli-utils) and Argo CD's health check
 // (docs/argocd/health.lua, run by Debian's lua5.4 the way Argo CD runs it: `obj` a Lua table).
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 export const HEALTH_LUA = join(root, 'docs', 'argocd', 'health.lua');
@@ -61,4 +64,36 @@ export function argoHealth(...objects: object[]): ArgoHealth[] {
     const [status, ...message] = l.split('\t');
     return { status: status as ArgoHealth['status'], message: message.join('\t') };
   });
+}
+
+/** The helm binary tools/helm/build.sh builds (it says where without building). */
+export function helmBinary(): string {
+  const path = execFileSync('bash', [join(root, 'tools', 'helm', 'build.sh'), '--print-path'], { encoding: 'utf8' }).trim();
+  if (!existsSync(path)) throw new Error(`helm is not built (no ${path}): run \`npm run helm:build\` (bash tools/helm/build.sh; .ci/run does it)`);
+  return path;
+}
+
+/** A chart holding `obj`, as a user would package an app, in a new folder added to `made` (to remove). */
+export function chartHolding(made: string[], obj: { apiVersion: string; kind: string; metadata: { name: string }; spec?: unknown }): string {
+  const dir = mkdtempSync(join(tmpdir(), `appkind-chart-${obj.metadata.name}-`));
+  made.push(dir);
+  mkdirSync(join(dir, 'templates'));
+  writeFileSync(join(dir, 'Chart.yaml'), `apiVersion: v2\nname: ${obj.metadata.name}\nversion: 0.1.0\n`);
+  writeFileSync(join(dir, 'templates', 'app.yaml'), `${JSON.stringify(obj)}\n`);
+  return dir;
+}
+
+/** helm as a user runs it, in a config of its own, against `kubeconfig` and `namespace`: its exit code and output. */
+export async function runHelm(kubeconfig: string, namespace: string, args: string[]): Promise<{ code: number; output: string }> {
+  const home = mkdtempSync(join(tmpdir(), 'appkind-helm-home-'));
+  const env = { ...process.env, HELM_CONFIG_HOME: join(home, 'config'), HELM_CACHE_HOME: join(home, 'cache'), HELM_DATA_HOME: join(home, 'data') };
+  try {
+    const { stdout, stderr } = await promisify(execFile)(helmBinary(), [...args, '--kubeconfig', kubeconfig, '-n', namespace], { env });
+    return { code: 0, output: `${stdout}${stderr}` };
+  } catch (e) {
+    const { code, stdout, stderr } = e as { code?: number; stdout?: string; stderr?: string };
+    return { code: typeof code === 'number' ? code : -1, output: `${stdout ?? ''}${stderr ?? ''}` };
+  } finally {
+    rmSync(home, { recursive: true, force: true });
+  }
 }

@@ -5,22 +5,19 @@
 // whose image the kind does not allow, is Failed (Stalled) as soon as the operator has seen it.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { KubernetesObject, V1Deployment } from '@kubernetes/client-node';
-import { execFile, execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { execFile, spawnSync } from 'node:child_process';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { AppKind } from 'cdk8s-appkind';
 import { crdObjects } from '../../operator/kinds/crd-yaml.js';
 import { RestClient } from '../../operator/runtime/rest.js';
 import { applyManifests } from '../../tools/controlplane/apply.js';
-import { argoHealth, ArgoHealth, hasLua, kstatus, KStatus, kstatusBinary } from '../gitops-clients.js';
+import { argoHealth, ArgoHealth, chartHolding, hasLua, kstatus, KStatus, kstatusBinary, runHelm } from '../gitops-clients.js';
 import { createTestNamespace, crObject, eventually, foreignDeployment, sharedCluster } from './cluster.js';
 import { installOperatorIdentity, OperatorProcess } from './operator-process.js';
 
 const exec = promisify(execFile);
-const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 type Condition = { type: string; status: string; reason: string; message: string };
 type Resource = KubernetesObject & { spec?: Record<string, unknown>; status?: { observedGeneration?: number; conditions?: Condition[] } };
@@ -230,39 +227,10 @@ if (!hasKubectl) console.log('gitops.test.ts: kubectl wait SKIPPED: no kubectl o
   });
 });
 
-/** The helm binary tools/helm/build.sh builds (it says where without building). */
-function helmBinary(): string {
-  const path = execFileSync('bash', [join(root, 'tools', 'helm', 'build.sh'), '--print-path'], { encoding: 'utf8' }).trim();
-  if (!existsSync(path)) throw new Error(`helm is not built (no ${path}): run \`npm run helm:build\` (bash tools/helm/build.sh; .ci/run does it)`);
-  return path;
-}
-
+/** helm as a user runs it against the shared control plane, in the test namespace. */
+const helm = (...args: string[]) => runHelm(sharedCluster().kubeconfigPath, ns, args);
+const chartOf = (name: string, spec: Record<string, unknown>) => chartHolding(charts, { apiVersion: `${kind.group}/${kind.version}`, kind: kind.kind, metadata: { name }, spec });
 const charts: string[] = [];
-
-/** A chart holding one CR of the kind, as a user would package an app (removed after the tests). */
-function chartOf(name: string, spec: Record<string, unknown>): string {
-  const dir = mkdtempSync(join(tmpdir(), `appkind-gitops-${name}-`));
-  charts.push(dir);
-  mkdirSync(join(dir, 'templates'));
-  writeFileSync(join(dir, 'Chart.yaml'), `apiVersion: v2\nname: ${name}\nversion: 0.1.0\n`);
-  writeFileSync(join(dir, 'templates', 'app.yaml'), `${JSON.stringify({ apiVersion: `${kind.group}/${kind.version}`, kind: kind.kind, metadata: { name }, spec })}\n`);
-  return dir;
-}
-
-/** helm as a user runs it, in a config of its own; its exit code and output. */
-async function helm(...args: string[]): Promise<{ code: number; output: string }> {
-  const home = mkdtempSync(join(tmpdir(), 'appkind-gitops-helm-'));
-  const env = { ...process.env, HELM_CONFIG_HOME: join(home, 'config'), HELM_CACHE_HOME: join(home, 'cache'), HELM_DATA_HOME: join(home, 'data') };
-  try {
-    const { stdout, stderr } = await exec(helmBinary(), [...args, '--kubeconfig', sharedCluster().kubeconfigPath, '-n', ns], { env });
-    return { code: 0, output: `${stdout}${stderr}` };
-  } catch (e) {
-    const { code, stdout, stderr } = e as { code?: number; stdout?: string; stderr?: string };
-    return { code: typeof code === 'number' ? code : -1, output: `${stdout ?? ''}${stderr ?? ''}` };
-  } finally {
-    rmSync(home, { recursive: true, force: true });
-  }
-}
 
 (sharedCluster().hasScheduler ? describe : describe.skip)('helm install --wait of a chart holding a CR', () => {
   test('returns once the app is ready', async () => {
