@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { Watch, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parse } from 'yaml';
@@ -71,6 +71,15 @@ async function record(path: string, objName: string, field: (obj: KubernetesObje
   );
   stopWatches.push(() => request.abort());
 }
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
 
 /** The values in order, each once per run (what a change of it looked like). */
 const values = (seen: Seen[]): number[] => seen.map((s) => s.value);
@@ -225,5 +234,17 @@ describe('a HorizontalPodAutoscaler on an app kind (real node, metrics-server)',
     expect(values(replicas).at(-1)).toBe(2);
     expect(subsequence(values(replicas), values(sizes))).toBe(true);
     expect(values(replicas).length).toBeLessThanOrEqual(values(sizes).length);
+  }, 120_000);
+
+  test('stop: the metrics-server process and its files are gone', async () => {
+    const pid = cp.pids()['metrics-server'];
+    expect(pid).toBeGreaterThan(0);
+    const certDir = join(cp.dir, 'metrics-server');
+    expect(existsSync(certDir)).toBe(true); // its self-signed serving certificate
+    for (const stop of stopWatches.splice(0)) stop();
+    await operator.stop('SIGTERM');
+    await cp.stop();
+    expect(alive(pid!)).toBe(false);
+    expect(existsSync(cp.dir)).toBe(false);
   }, 120_000);
 });
