@@ -66,7 +66,7 @@ async function record(path: string, objName: string, field: (obj: KubernetesObje
       if (value !== undefined && into.at(-1)?.value !== value) into.push({ value, at: Date.now() });
     },
     (err) => {
-      if (err) log(`autoscaling test: watch of ${path} ended: ${String(err)}`);
+      if (err && (err as Error).name !== 'AbortError') log(`autoscaling test: watch of ${path} ended: ${String(err)}`);
     },
   );
   stopWatches.push(() => request.abort());

@@ -55,6 +55,8 @@ export function metricsServerArgs(f: MetricsServerFiles): string[] {
     `--secure-port=${f.port}`,
     `--cert-dir=${f.certDir}`,
     `--metric-resolution=${METRIC_RESOLUTION_S}s`,
+    // It must stay under 90% of the resolution (its default 10 s would not); the kubelet is local.
+    '--kubelet-request-timeout=5s',
     // The kubelet serves a self-signed certificate of its own (its --cert-dir), as on kind and minikube.
     '--kubelet-insecure-tls',
     // The node's name resolves nowhere; a lookup would leave the machine for its name server.
