@@ -56,20 +56,35 @@ const hpaLine = async (): Promise<string> => {
   return `HPA current ${hpa?.status?.currentReplicas} desired ${hpa?.status?.desiredReplicas} cpu ${hpa?.status?.currentMetrics?.[0]?.resource?.current?.averageUtilization ?? '?'}%`;
 };
 
-/** Records each change of `field` of the one object `objName` from a watch of `path`. */
+/**
+ * Records each change of `field` of the one object `objName` from a watch of `path`. client-node ends a
+ * watch after 30 s without an event; it resumes from the last resourceVersion seen, so no change is lost.
+ */
 async function record(path: string, objName: string, field: (obj: KubernetesObject) => number | undefined, into: Seen[]): Promise<void> {
-  const request = await new Watch(kc).watch(
-    path,
-    { fieldSelector: `metadata.name=${objName}` },
-    (_type, obj: KubernetesObject) => {
-      const value = field(obj);
-      if (value !== undefined && into.at(-1)?.value !== value) into.push({ value, at: Date.now() });
-    },
-    (err) => {
-      if (err && (err as Error).name !== 'AbortError') log(`autoscaling test: watch of ${path} ended: ${String(err)}`);
-    },
-  );
-  stopWatches.push(() => request.abort());
+  let resourceVersion: string | undefined;
+  let stopped = false;
+  let request: AbortController | undefined;
+  const watch = async (): Promise<void> => {
+    request = await new Watch(kc).watch(
+      path,
+      { fieldSelector: `metadata.name=${objName}`, allowWatchBookmarks: true, ...(resourceVersion && { resourceVersion }) },
+      (type, obj: KubernetesObject) => {
+        resourceVersion = obj.metadata?.resourceVersion ?? resourceVersion;
+        const value = type === 'BOOKMARK' ? undefined : field(obj);
+        if (value !== undefined && into.at(-1)?.value !== value) into.push({ value, at: Date.now() });
+      },
+      (err) => {
+        if (stopped) return;
+        if (err && !['AbortError', 'TimeoutError'].includes((err as Error).name)) log(`autoscaling test: watch of ${path} ended: ${String(err)}; resuming`);
+        watch().catch((e: unknown) => log(`autoscaling test: watch of ${path} could not resume: ${String(e)}`));
+      },
+    );
+  };
+  await watch();
+  stopWatches.push(() => {
+    stopped = true;
+    request?.abort();
+  });
 }
 
 const alive = (pid: number): boolean => {
