@@ -21,11 +21,16 @@ interface Started {
   stdoutLines: string[];
 }
 
-/** Runs tools/start.ts in one node process (no tsx CLI wrapper, so SIGKILL hits the real parent). */
-function startTool(): Promise<Started> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(repoRoot, 'tools/start.ts')], {
+/**
+ * Runs `command` and resolves once it prints the export line. Default: tools/start.ts in one node
+ * process (no tsx CLI wrapper, so SIGKILL hits the real parent). `detached`: a process group of its
+ * own, so a signal reaches that process alone.
+ */
+function startTool(command = [process.execPath, '--import', 'tsx', join(repoRoot, 'tools/start.ts')], detached = false): Promise<Started> {
+  const child = spawn(command[0]!, command.slice(1), {
     cwd: repoRoot,
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached,
     env: { ...process.env, NODE_OPTIONS: '' },
   });
   let stdout = '';
@@ -34,23 +39,15 @@ function startTool(): Promise<Started> {
     child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     child.stdout?.on('data', (chunk: Buffer) => {
       stdout += chunk.toString();
+      // `npm start` prints its own "> <package> start" banner on stdout first.
       const match = /^export KUBECONFIG=(.+)$/m.exec(stdout);
       if (match) {
         const kubeconfigPath = match[1];
         resolveStarted({ child, kubeconfigPath, dir: dirname(kubeconfigPath), stdoutLines: stdout.trimEnd().split('\n') });
       }
     });
-    child.on('exit', (code) => reject(new Error(`start.ts exited (${code}) before ready:\n${stderr}`)));
+    child.on('exit', (code) => reject(new Error(`${command.join(' ')} exited (${code}) before ready:\n${stderr}`)));
   });
-}
-
-function exited(child: ChildProcess): Promise<number | null> {
-  if (child.exitCode !== null) return Promise.resolve(child.exitCode);
-  return new Promise((resolveExit) => child.on('exit', (code) => resolveExit(code)));
-}
-
-async function expectNothingLeft(dir: string): Promise<void> {
-  await eventually(`no process or data left for ${dir}`, async () => processesMentioning(dir).length === 0 && !existsSync(dir), 15_000);
 }
 
 /** Whether something accepts connections on 127.0.0.1:port. */
@@ -62,21 +59,13 @@ function listening(port: number): Promise<boolean> {
   });
 }
 
-/** `npm start` as a user runs it, in a process group of its own so a signal reaches npm alone. */
-function npmStart(): Promise<Started> {
-  const child = spawn('npm', ['start'], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'], detached: true, env: { ...process.env, NODE_OPTIONS: '' } });
-  let stdout = '';
-  let stderr = '';
-  return new Promise((resolveStarted, reject) => {
-    child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.stdout?.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-      // npm prints its own "> <package> start" banner on stdout first.
-      const match = /^export KUBECONFIG=(.+)$/m.exec(stdout);
-      if (match) resolveStarted({ child, kubeconfigPath: match[1], dir: dirname(match[1]), stdoutLines: stdout.trimEnd().split('\n') });
-    });
-    child.on('exit', (code) => reject(new Error(`npm start exited (${code}) before ready:\n${stderr}`)));
-  });
+function exited(child: ChildProcess): Promise<number | null> {
+  if (child.exitCode !== null) return Promise.resolve(child.exitCode);
+  return new Promise((resolveExit) => child.on('exit', (code) => resolveExit(code)));
+}
+
+async function expectNothingLeft(dir: string): Promise<void> {
+  await eventually(`no process or data left for ${dir}`, async () => processesMentioning(dir).length === 0 && !existsSync(dir), 15_000);
 }
 
 describe('npm start (tools/start.ts)', () => {
@@ -113,7 +102,7 @@ describe('npm start (tools/start.ts)', () => {
   // npm passes SIGINT and SIGTERM to its script's process (the script execs node, so no `sh -c` is in
   // between to die and orphan it); on SIGKILL npm passes nothing, and start.ts sees its parent gone.
   test.each(['SIGTERM', 'SIGINT', 'SIGKILL'] as const)('%s to the npm process alone: npm start stops everything it started', async (signal) => {
-    const started = await npmStart();
+    const started = await startTool(['npm', 'start'], true);
     const kc = new KubeConfig();
     kc.loadFromFile(started.kubeconfigPath);
     const apiserverPort = Number(new URL(kc.getCurrentCluster()!.server).port);
