@@ -30,9 +30,14 @@ test.each(['SIGTERM', 'SIGINT'] as const)('%s to the npm process alone: the oper
   expect(started.map((p) => p.cmdline)).toEqual(expect.arrayContaining([expect.stringMatching(/operator\/main\.ts$/)]));
   expect(started.some((p) => p.pid === operator.child.pid)).toBe(true);
 
-  // Resolves once npm and every process holding its output have exited; an orphaned operator keeps it open.
-  const stopped = await Promise.race([operator.stop(signal), new Promise((r) => setTimeout(() => r('still running after 60 s'), 60_000).unref())]);
-  expect(stopped).toBe(0);
-  expect(operator.logs.find((l) => l.msg === 'stopped')).toMatchObject({ signal });
-  await eventually(`no process left of npm run operator (${signal})`, async () => processesMentioning(marker).length === 0, 15_000);
+  try {
+    // Resolves once npm and every process holding its output have exited; an orphaned operator keeps it open.
+    const stopped = await Promise.race([operator.stop(signal), new Promise((r) => setTimeout(() => r('still running after 60 s'), 60_000).unref())]);
+    expect(stopped).toBe(0);
+    expect(operator.logs.find((l) => l.msg === 'stopped')).toMatchObject({ signal });
+    await eventually(`no process left of npm run operator (${signal})`, async () => processesMentioning(marker).length === 0, 15_000);
+  } finally {
+    // What a failure left running, so it does not outlive the test.
+    for (const { pid } of processesMentioning(marker)) process.kill(pid, 'SIGKILL');
+  }
 });
