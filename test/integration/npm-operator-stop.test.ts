@@ -38,6 +38,12 @@ test.each(['SIGTERM', 'SIGINT'] as const)('%s to the npm process alone: the oper
     await eventually(`no process left of npm run operator (${signal})`, async () => processesMentioning(marker).length === 0, 15_000);
   } finally {
     // What a failure left running, so it does not outlive the test.
-    for (const { pid } of processesMentioning(marker)) process.kill(pid, 'SIGKILL');
+    for (const { pid } of processesMentioning(marker)) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // exited meanwhile
+      }
+    }
   }
 });
