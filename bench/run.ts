@@ -26,7 +26,8 @@ import { httpGet, waitFor } from '../tools/controlplane/readiness.js';
 import { cpuMeter, cpuMeters, memoryMiB } from './proc.js';
 import { ApiserverRecorder } from './profile.js';
 import { checkSameChildren, goOperatorBinary, startGoOperator } from './go-operator.js';
-import { BenchRun, BenchSettings, FloorRun, GoOperatorRun, isWrite, mediansOf, OperatorRun, ratioOf, Repetition, repetitionOf, table, writeResults, writesPerApp } from './report.js';
+import { isWrite, mediansOf, ratioOf, repetitionOf, table, writeResults, writesPerApp } from './report.js';
+import type { BenchRun, BenchSettings, FloorRun, GoOperatorRun, OperatorRun, Repetition } from './results.js';
 import { freePort } from '../tools/controlplane/ports.js';
 import { buildOperator, kind, NS, OPERATOR_MAIN, OPERATOR_NS, setUpOperator } from './operator-setup.js';
 import { Tracker } from './tracker.js';
@@ -41,7 +42,7 @@ const FLOOR_USER = `system:serviceaccount:${NS}:${FLOOR_SA}`;
 const CR_API = `${kind.group}/${kind.version}`;
 /** The default NodePort range holds 2768 Services; wider runs need a wider range (a real cluster too). */
 const WIDE_NODE_PORTS = '30000-39999';
-/** The kind's new default image of the rollout phase: what an edit of the kinds costs. */
+/** The kind's new default image of the rollout phase */
 const ROLLOUT_IMAGE = 'takeyan/flask:0.0.4';
 const rolloutKind = { ...kind, image: ROLLOUT_IMAGE };
 
@@ -734,7 +735,7 @@ async function goOperatorRun(n: number, s: Settings, binary: string): Promise<Go
   }
 }
 
-/** The run with unrelated objects over the one without (the goal: each within 1.1, docs/benchmark.md). */
+/** The run with unrelated objects over the one without (the goal: each within 1.1). */
 function unrelatedRatios(u: OperatorRun, o: OperatorRun): NonNullable<BenchRun['ratios']['unrelated']> {
   return {
     rssIdle: ratioOf(u.rssMiB.idle, o.rssMiB.idle),

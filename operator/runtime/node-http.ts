@@ -2,7 +2,7 @@
 // module builds its namespace by reading every export, and node:http's lazy `WebSocket`,
 // `CloseEvent` and `MessageEvent` getters then load Node's bundled undici (0.7 MiB of source and
 // its compiled code): 18 MiB of RSS for a bare Node 24 process, ~7 MiB of the idle operator's
-// (docs/benchmark.md, memory by phase). require() returns the module object and leaves the getters alone.
+// (docs/benchmark.md). require() returns the module object and leaves the getters alone.
 // Types come from `import type` (erased); everything the operator calls on node:http comes from here.
 import { createRequire } from 'node:module';
 import type * as NodeHttp from 'node:http';

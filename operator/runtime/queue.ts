@@ -3,7 +3,7 @@
 // once more afterwards. Failures requeue the key with per-key exponential backoff.
 //
 // Two tiers, so that failing keys never delay the others (a healthy CR created after 50 bad ones
-// should converge as fast as on its own). Keys added by events (`add()`, `addAfter()`, and a
+// converges as fast as on its own). Keys added by events (`add()`, `addAfter()`, and a
 // handler's `requeueAfterMs`) wait in the event tier; keys back from a failure's backoff wait in the
 // retry tier, and a worker takes the oldest event key first. With one FIFO, 50 CRs failing at once
 // put their first retries (5 ms doubling) ahead of a healthy CR created right after them.
@@ -43,6 +43,8 @@ export interface QueueHooks {
   onRetry?(key: string, failures: number, delayMs: number): void;
   /** A handler finished: `requeue` when it asked to run again later; `seconds` is its run time. */
   onResult?(key: string, result: 'success' | 'error' | 'requeue', seconds: number): void;
+  /** A worker took a key that had waited `seconds` since it was queued (a retry's backoff not counted). */
+  onWait?(key: string, seconds: number): void;
 }
 
 /** Queue options. */
@@ -315,6 +317,8 @@ export class WorkQueue {
     const from = retryFirst ? this.retries : this.events;
     const key = from.keys().next();
     if (key.done) return undefined;
+    const waitedMs = this.now() - from.get(key.value)!;
+    this.observe(() => this.hooks.onWait?.(key.value, waitedMs / 1000));
     from.delete(key.value);
     return key.value;
   }

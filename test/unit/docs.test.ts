@@ -51,7 +51,7 @@ function anchors(file: string): Set<string> {
     seen.set(base, n + 1);
     out.add(n ? `${base}-${n}` : base);
   }
-  for (const [, id] of text.matchAll(/<a\s+(?:id|name)="([^"]+)"/g)) out.add(id!);
+  for (const [tag] of text.matchAll(/<a\s[^>]*>/g)) for (const [, id] of tag.matchAll(/\b(?:id|name)="([^"]+)"/g)) out.add(id!);
   return out;
 }
 

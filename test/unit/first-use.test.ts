@@ -23,11 +23,12 @@ afterEach(() => {
 });
 
 describe('first use', () => {
-  it('finds the test files that use each build: helm for the chart, the images for the real node and the release', () => {
+  it('finds the test files that use each build: helm for the chart, metrics-server for autoscaling, the images for the real node and the release', () => {
     const names = (files: string[]): string[] => files.map((f) => f.slice(integration.length + 1)).sort();
     expect(names(usersOf('helm', testFiles))).toEqual(['helm.test.ts']);
     expect(names(usersOf('operator image', testFiles))).toEqual(expect.arrayContaining(['helm.test.ts', 'operator-image.test.ts', 'real-node-operator.test.ts', 'release.test.ts']));
     expect(names(usersOf('echo image', testFiles))).toEqual(expect.arrayContaining(['real-node-walkthrough.test.ts', 'real-node-cleanup.test.ts']));
+    expect(names(usersOf('metrics-server', testFiles))).toEqual(['real-node-autoscaling.test.ts']);
     expect(usersOf('helm', [join(integration, 'walkthrough.test.ts')])).toEqual([]);
   });
 
