@@ -111,7 +111,7 @@ function runBuild(name: FirstUseName, log: (line: string) => void, env: NodeJS.P
       for (const line of chunk.split('\n').filter(Boolean)) log(`${name}: ${(last = line)}`);
     });
   }
-  const ticker = setInterval(() => log(`${name}: building, ${Math.round((Date.now() - started) / 1000)} s so far (first run only: ${firstBuild})`), 15_000);
+  const ticker = setInterval(() => log(`${name}: building, ${Math.round((Date.now() - started) / 1000)} s so far (from an empty cache: ${firstBuild})`), 15_000);
   return new Promise((resolve) => {
     child.on('error', (err) => (clearInterval(ticker), resolve(err.message)));
     child.on('exit', (code, signal) => {
