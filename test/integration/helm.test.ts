@@ -4,8 +4,7 @@
 // renders for them; `helm install` on the local control plane (a real node, so the operator runs as the
 // pod the chart describes, from the release's image archive) gives an operator that reconciles the
 // walkthrough's CR, `helm upgrade` with another kind's values serves it, and `helm uninstall` leaves
-// nothing of it. Needs the helm binary (fails naming its build command without it), podman/buildah,
-// root and Linux (the real node). A control plane of its own: the operator watches all namespaces.
+// nothing of it. Needs Go (global setup builds helm), podman/buildah, root and Linux (the real node). A control plane of its own: the operator watches all namespaces.
 import { afterAll, beforeAll, describe, expect, jest, test } from '@jest/globals';
 import type { KubeConfig, KubernetesObject, V1ConfigMap, V1Deployment } from '@kubernetes/client-node';
 import { execFile, execFileSync } from 'node:child_process';
@@ -21,6 +20,7 @@ import { ControlPlane } from '../../tools/controlplane/controlplane.js';
 import { loadEchoStandIn } from '../../tools/echo-image.js';
 import { bundleObjects } from '../../tools/release/manifests.js';
 import { eventually, nothingLeft } from './cluster.js';
+import { requireFirstUse } from './first-use.js';
 import { PODMAN_ENV } from './operator-container.js';
 import { getLocal } from './real-node-pods.js';
 
@@ -46,10 +46,14 @@ let cp: ControlPlane | undefined;
 let kc: KubeConfig;
 let rest: RestClient;
 
-/** The helm binary tools/helm/build.sh builds (it says where without building). */
+/** The helm binary tools/helm/build.sh built for the tests' global setup (it says where without building). */
 function helmBinary(): string {
   const path = execFileSync('bash', [join(root, 'tools', 'helm', 'build.sh'), '--print-path'], { encoding: 'utf8' }).trim();
-  if (!existsSync(path)) throw new Error(`helm is not built (no ${path}): run \`npm run helm:build\` (bash tools/helm/build.sh: one go build of helm.sh/helm/v4 from the Go module proxy, minutes on 2 cores; .ci/run does it)`);
+  if (!existsSync(path)) {
+    // Global setup builds it on first use (first-use.ts); this says why it could not.
+    requireFirstUse('helm');
+    throw new Error(`helm is not built (no ${path}): run \`npm run helm:build\` to see why`);
+  }
   return path;
 }
 
