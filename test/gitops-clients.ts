@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { requireFirstUse } from './integration/first-use.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 export const HEALTH_LUA = join(root, 'docs', 'argocd', 'health.lua');
@@ -23,6 +24,8 @@ export interface ArgoHealth {
 
 /** The kstatus program, built on first use (a `go build`; cached under ~/.cache/appkind/kstatus/). */
 export function kstatusBinary(): string {
+  // Global setup builds it on first use (first-use.ts): this finds it, or says why it is not there.
+  requireFirstUse('kstatus');
   const out = execFileSync('bash', [join(root, 'tools', 'kstatus', 'build.sh')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
   return out.trim().split('\n').at(-1)!;
 }
@@ -47,13 +50,10 @@ export function luaValue(value: unknown): string {
   return `{${Object.entries(value as Record<string, unknown>).map(([k, v]) => `[${luaValue(k)}] = ${luaValue(v)}`).join(', ')}}`;
 }
 
-/** True when Debian's lua5.4 is installed (apt-get install lua5.4; .ci/run installs it). */
-export function hasLua(): boolean {
-  return spawnSync('lua5.4', ['-v'], { encoding: 'utf8' }).status === 0;
-}
 
 /** Argo CD's verdict on each object: docs/argocd/health.lua with `obj` set, as Argo CD calls it. */
 export function argoHealth(...objects: object[]): ArgoHealth[] {
+  if (spawnSync('lua5.4', ['-v'], { encoding: 'utf8' }).status !== 0) throw new Error('lua5.4 is not installed, which runs Argo CD\'s health check here: apt-get install lua5.4');
   const program = objects
     .map((o) => `obj = ${luaValue(o)}\nlocal hs = dofile(${luaValue(HEALTH_LUA)})\nprint(hs.status .. "\\t" .. (hs.message or ""))`)
     .map((chunk) => `do\n${chunk}\nend`)
@@ -69,7 +69,11 @@ export function argoHealth(...objects: object[]): ArgoHealth[] {
 /** The helm binary tools/helm/build.sh builds (it says where without building). */
 export function helmBinary(): string {
   const path = execFileSync('bash', [join(root, 'tools', 'helm', 'build.sh'), '--print-path'], { encoding: 'utf8' }).trim();
-  if (!existsSync(path)) throw new Error(`helm is not built (no ${path}): run \`npm run helm:build\` (bash tools/helm/build.sh; .ci/run does it)`);
+  if (!existsSync(path)) {
+    // Global setup builds it on first use (first-use.ts); this says why it could not.
+    requireFirstUse('helm');
+    throw new Error(`helm is not built (no ${path}): run \`npm run helm:build\` to see why`);
+  }
   return path;
 }
 

@@ -1,5 +1,5 @@
 // What the integration tests build on first use besides the control plane (ControlPlane.start builds
-// that): helm, metrics-server, the echo app's image and the operator image. Global setup builds those the selected
+// that): helm, metrics-server, kstatus, the echo app's image and the operator image. Global setup builds those the selected
 // test files use before any test starts, so no first build runs inside a test's timeout; each build is
 // cached outside the repository under a lock, so later runs only find the cache. Where the machine
 // lacks what a build needs, nothing is built and the tests that use it fail at once, naming what is
@@ -29,7 +29,7 @@ export const FIRST_USE = {
   helm: {
     what: 'helm',
     needs: { go: GO },
-    usedBy: /\bhelmBinary\(/,
+    usedBy: /\b(helmBinary|runHelm)\(/,
     build: ['bash', 'tools/helm/build.sh'],
     firstBuild: 'one go build of helm.sh/helm/v4, about 10 minutes on 2 cores',
   },
@@ -39,6 +39,13 @@ export const FIRST_USE = {
     usedBy: /\bmetricsServer: true\b/,
     build: ['bash', 'tools/metrics-server/build.sh'],
     firstBuild: 'one go build of sigs.k8s.io/metrics-server, minutes on 2 cores',
+  },
+  kstatus: {
+    what: 'kstatus (sigs.k8s.io/cli-utils)',
+    needs: { go: GO },
+    usedBy: /\bkstatusBinary\(/,
+    build: ['bash', 'tools/kstatus/build.sh'],
+    firstBuild: 'one go build of a small program on sigs.k8s.io/cli-utils, a few minutes on 2 cores',
   },
   'echo image': {
     what: "the echo app's image",

@@ -23,9 +23,10 @@ afterEach(() => {
 });
 
 describe('first use', () => {
-  it('finds the test files that use each build: helm for the chart, metrics-server for autoscaling, the images for the real node and the release', () => {
+  it('finds the test files that use each build: helm for the chart and helm --wait, kstatus for the GitOps clients, metrics-server for autoscaling, the images for the real node and the release', () => {
     const names = (files: string[]): string[] => files.map((f) => f.slice(integration.length + 1)).sort();
-    expect(names(usersOf('helm', testFiles))).toEqual(['helm.test.ts']);
+    expect(names(usersOf('helm', testFiles))).toEqual(['gitops.test.ts', 'helm.test.ts', 'real-node-helm.test.ts']);
+    expect(names(usersOf('kstatus', testFiles))).toEqual(['gitops.test.ts']);
     expect(names(usersOf('operator image', testFiles))).toEqual(expect.arrayContaining(['helm.test.ts', 'operator-image.test.ts', 'real-node-operator.test.ts', 'release.test.ts']));
     expect(names(usersOf('echo image', testFiles))).toEqual(expect.arrayContaining(['real-node-walkthrough.test.ts', 'real-node-cleanup.test.ts']));
     expect(names(usersOf('metrics-server', testFiles))).toEqual(['real-node-autoscaling.test.ts']);
