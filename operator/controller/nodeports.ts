@@ -31,8 +31,8 @@ export class NodePortWaits {
     private readonly ctx: { rest: RestClient; log: Logger; staleMs: number; namespaces: readonly string[] },
     /** These NodePorts were given up: retry the CRs asking for them. */
     private readonly onFreed: (ports: number[]) => void,
-    /** The watch has listed every Service: retry every waiting CR (a port freed before the list is in no event). */
-    private readonly onListed: (keys: string[]) => void,
+    /** The watch has listed every Service: retry each waiting CR (a port freed before the list is in no event). */
+    private readonly onListed: (key: string) => void,
   ) {}
 
   /** Whether the CR `key` waits for a NodePort now (Degraded and asking for one). */
@@ -65,7 +65,7 @@ export class NodePortWaits {
     );
     this.informers = informers;
     void Promise.all(informers.map((i) => i.start())).then(() => {
-      if (this.informers === informers) this.onListed([...this.waiting]);
+      if (this.informers === informers) for (const key of [...this.waiting]) this.onListed(key);
     });
   }
 

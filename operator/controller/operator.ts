@@ -11,7 +11,7 @@ import {
 } from '@kubernetes/client-node';
 import { AppKind, AppKindCrd, ContainerApp } from 'cdk8s-appkind';
 import { OWNER_INDEX, ownerIndex, ResourceCache, withOwnManagedFields, withoutManagedFields } from '../runtime/cache.js';
-import { Controller, ControllerBuilder, KeySink, WatchEvent, WatchSource } from '../runtime/controller.js';
+import { Controller, ControllerBuilder, EventHandler, KeySink, Reconcile, WatchEvent, WatchSource } from '../runtime/controller.js';
 import { EventRecorder } from '../runtime/events.js';
 import { Expectations } from '../runtime/expectations.js';
 import { KubeAccess } from '../runtime/kubeconfig.js';
@@ -23,15 +23,13 @@ import { OperatorSettings } from '../settings.js';
 import {
   CHILD_NAME_INDEX,
   childNameIndex,
-  deploymentChanged,
   freedNodePorts,
   NODE_PORT_INDEX,
   nodePortIndex,
-  podChanged,
   podSummary,
   replicaSetSummary,
-  statusOnlyChange,
 } from './indexes.js';
+import { added, deploymentRead, notStatusOnly, podRead, statusOnlyChange } from './predicates.js';
 import { ConflictWatches } from './conflicts.js';
 import { DeletedChildren } from './deleted-children.js';
 import { NodePortWaits } from './nodeports.js';
@@ -46,34 +44,44 @@ import { OwnStatusWrites } from './own-status-writes.js';
  * else's Deployment that takes a child's name is found by the create-only first apply and watched by
  * name while it blocks a CR (ConflictWatches).
  */
-const DEPLOYMENTS: WatchSource = { apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments', labelSelector: CHILD_SELECTOR };
+const DEPLOYMENTS: WatchSource<V1Deployment> = {
+  apiVersion: 'apps/v1',
+  kind: 'Deployment',
+  plural: 'deployments',
+  labelSelector: CHILD_SELECTOR,
+};
 /**
  * Our Services: those carrying the children's label, as the Deployments. A Service of someone else's
  * that takes a child's name is met by the create-only first apply and watched by name while it blocks
  * a CR (ConflictWatches); one that holds a NodePort a CR asks for is seen by the watch of every Service
  * that runs only while some CR waits for a port (NodePortWaits).
  */
-const SERVICES: WatchSource = { apiVersion: 'v1', kind: 'Service', plural: 'services', labelSelector: CHILD_SELECTOR };
+const SERVICES: WatchSource<V1Service> = { apiVersion: 'v1', kind: 'Service', plural: 'services', labelSelector: CHILD_SELECTOR };
 /** Our PodDisruptionBudgets and NetworkPolicies (a kind renders them when it asks), label-selected as the Deployments. */
-const PDBS: WatchSource = {
+const PDBS: WatchSource<V1PodDisruptionBudget> = {
   apiVersion: 'policy/v1',
   kind: 'PodDisruptionBudget',
   plural: 'poddisruptionbudgets',
   labelSelector: CHILD_SELECTOR,
 };
-const NETWORK_POLICIES: WatchSource = {
+const NETWORK_POLICIES: WatchSource<V1NetworkPolicy> = {
   apiVersion: 'networking.k8s.io/v1',
   kind: 'NetworkPolicy',
   plural: 'networkpolicies',
   labelSelector: CHILD_SELECTOR,
 };
 /** Only our pods: status reads nothing else of pods. */
-const OUR_PODS: WatchSource = { apiVersion: 'v1', kind: 'Pod', plural: 'pods', labelSelector: CHILD_SELECTOR };
+const OUR_PODS: WatchSource<V1Pod> = { apiVersion: 'v1', kind: 'Pod', plural: 'pods', labelSelector: CHILD_SELECTOR };
 /** Our ReplicaSets: which pods belong to a CR's own Deployment. */
-const OUR_REPLICA_SETS: WatchSource = { apiVersion: 'apps/v1', kind: 'ReplicaSet', plural: 'replicasets', labelSelector: CHILD_SELECTOR };
+const OUR_REPLICA_SETS: WatchSource<V1ReplicaSet> = {
+  apiVersion: 'apps/v1',
+  kind: 'ReplicaSet',
+  plural: 'replicasets',
+  labelSelector: CHILD_SELECTOR,
+};
 
-/** The caches the operator keeps: every kind's CRs (by kind), the children, our pods. */
-interface AppCaches {
+/** What the operator watches: every kind's CRs (by kind), the children, our pods, and the watches of what blocks a CR. */
+interface AppWatches {
   readonly crs: ReadonlyMap<string, ResourceCache<CachedResource>>;
   readonly deployments: ResourceCache<V1Deployment>;
   readonly services: ResourceCache<V1Service>;
@@ -81,7 +89,11 @@ interface AppCaches {
   readonly networkPolicies: ResourceCache<V1NetworkPolicy>;
   readonly pods: ResourceCache<V1Pod>;
   readonly replicaSets: ResourceCache<V1ReplicaSet>;
+  readonly conflicts: ConflictWatches;
+  readonly nodePortWaits: NodePortWaits;
 }
+
+type CrCaches = AppWatches['crs'];
 
 /** Kinds by name that setKinds() started serving, stopped serving, or serves with new settings. */
 export interface KindChanges {
@@ -95,8 +107,25 @@ function waitsForNodePort(cr: CachedResource): boolean {
   return nodePortIndex(cr).length > 0 && !!cr.status?.conditions?.some((c) => c.type === 'Degraded' && c.status === 'True');
 }
 
+/**
+ * A ReplicaSet added: status lists a pod only once its ReplicaSet is known to be the CR's
+ * Deployment's, so pods watched before their ReplicaSet bring their CR back now. Nothing else of a
+ * ReplicaSet enqueues (its status ticks are the Deployment's, watched there).
+ */
+function replicaSetKey(keys: KeySink, { obj }: WatchEvent<V1ReplicaSet>, { pods, deployments }: AppWatches): void {
+  if (pods.byIndex(OWNER_INDEX, obj.metadata!.uid!).length === 0) return;
+  const owner = controllerOf(obj);
+  const deployment = owner?.kind === 'Deployment' ? deployments.get(obj.metadata!.namespace, owner.name) : undefined;
+  if (deployment && deployment.metadata?.uid === owner!.uid) keys.addOwnerOf(deployment);
+}
+
+/** What the queue runs for a key. */
+function reconcilerOf(reconciler: Reconciler): Reconcile {
+  return (key, log) => reconciler.reconcile(key, log);
+}
+
 /** The CRs of a kind. */
-function crsOf(kind: AppKind): WatchSource {
+function crsOf(kind: AppKind): WatchSource<CachedResource> {
   return { apiVersion: AppKindCrd.apiVersionOf(kind), kind: kind.kind, plural: kind.plural };
 }
 
@@ -104,14 +133,13 @@ function crsOf(kind: AppKind): WatchSource {
 export class Operator {
   /** The one keep-alive client of the process: caches, reconciles, events and leader election share it. */
   readonly rest: RestClient;
-  private readonly controller: Controller<AppCaches>;
+  private readonly controller: Controller<AppWatches>;
   /** The kinds served now, by Kind; setKinds() changes them (the reconciler reads this same map). */
   private readonly kinds: Map<string, AppKind>;
   private readonly ownStatusWrites = new OwnStatusWrites();
-  private readonly conflicts: ConflictWatches;
-  private readonly nodePortWaits: NodePortWaits;
   /** Children seen deleted while their CR is still cached (the CR's DELETED event may come after). */
-  private readonly deletedChildren: DeletedChildren;
+  private readonly deletedChildren = new DeletedChildren();
+  private readonly expectations = new Expectations();
 
   constructor(
     kc: KubeAccess,
@@ -127,76 +155,66 @@ export class Operator {
       onThrottled,
       userAgent: client.userAgent,
     }));
-    const expectations = new Expectations();
-    const deletedChildren = (this.deletedChildren = new DeletedChildren());
-    // Children keep our own apply entry of managedFields: what we own, to release what render() stops giving.
-    const children = { transform: withOwnManagedFields(settings.fieldManager), indexers: { [OWNER_INDEX]: ownerIndex } };
+    const { expectations, ownStatusWrites, deletedChildren, kinds } = this;
+    const reconcilerNeeds = {
+      kinds,
+      expectations,
+      rest,
+      events: new EventRecorder(rest, settings.fieldManager, log),
+      fieldManager: settings.fieldManager,
+      log,
+      renders: new RenderCache(),
+      pacer: new StatusPacer(settings.statusIntervalMs),
+      ownStatusWrites,
+      deletedChildren,
+    };
     const watching = { rest, log, namespaces: settings.namespaces, staleMs: settings.watchStaleSeconds * 1000, onThrottled };
-    // An object of someone else's that blocked a CR is gone: retry that CR now.
-    this.conflicts = new ConflictWatches(watching, (obj) => this.conflictingWith(this.controller.keys, obj.kind!, obj));
+    // Failing CRs back off up to DEGRADED_RETRY_SECONDS: a cause that ends without an event the
+    // operator sees (a NodePort freed outside the watched namespaces) is noticed at the next retry.
+    const queue = { workers: settings.workers, maxDelayMs: settings.degradedRetrySeconds * 1000 };
+    const crs = { transform: withoutManagedFields, indexers: { [NODE_PORT_INDEX]: nodePortIndex, [CHILD_NAME_INDEX]: childNameIndex } };
+    // Children keep our own apply entry of managedFields: what we own, to release what render() stops giving.
+    const children = {
+      transform: withOwnManagedFields(settings.fieldManager),
+      indexers: { [OWNER_INDEX]: ownerIndex },
+      observe: (e: WatchEvent<KubernetesObject>) => this.childObserved(e),
+    };
+    const owned = { indexers: { [OWNER_INDEX]: ownerIndex } };
+    const crKey: EventHandler<CachedResource, AppWatches> = (keys, e) => this.crKey(keys, e);
+    const crObserved = (e: WatchEvent<CachedResource>, w: AppWatches) => this.crObserved(e, w);
+    const podKeys: EventHandler<V1Pod, AppWatches> = (keys, e) => this.podKeys(keys, e);
+    const nameTakers: EventHandler<KubernetesObject, AppWatches> = (keys, e, w) => this.nameTakersOf(keys, w.crs, e);
+    const portTakers: EventHandler<V1Service, AppWatches> = (keys, e, w) =>
+      this.waitingFor(keys, w.crs, freedNodePorts(e.type, e.obj, e.old));
+    const retryNameTakers = (keys: KeySink, w: AppWatches) => (obj: KubernetesObject) => this.conflictingWith(keys, w.crs, obj.kind!, obj);
+    const retryPortTakers = (keys: KeySink, w: AppWatches) => (ports: number[]) => this.waitingFor(keys, w.crs, ports);
+    // One queue for all kinds; a key's first segment is its kind, the metrics' controller label.
+    const hooks = queueHooks(metrics, 'appkind', (key) => key.split('/')[0]!);
 
-    // CRs waiting for a NodePort held by a Service not ours: retried when a Service gives one up.
-    this.nodePortWaits = new NodePortWaits(
-      watching,
-      (ports) => this.waitingFor(this.controller.keys, ports),
-      (keys) => {
-        for (const key of keys) this.controller.keys.retryNow(key);
-      },
-    );
-    this.controller = ControllerBuilder.create('appkind', watching)
-      .for<'crs', CachedResource>('crs', settings.kinds.map(crsOf), (keys, e) => this.onCr(keys, e), {
-        transform: withoutManagedFields,
-        indexers: { [NODE_PORT_INDEX]: nodePortIndex, [CHILD_NAME_INDEX]: childNameIndex },
-      })
-      .owns<'deployments', V1Deployment>('deployments', DEPLOYMENTS, (keys, e) => this.onDeployment(keys, e, expectations), children)
-      .owns<'services', V1Service>('services', SERVICES, (keys, e) => this.onService(keys, e, expectations), children)
-      .owns<'podDisruptionBudgets', V1PodDisruptionBudget>(
-        'podDisruptionBudgets',
-        PDBS,
-        (keys, e) => this.onChild(keys, e, expectations),
-        children,
-      )
-      .owns<'networkPolicies', V1NetworkPolicy>(
-        'networkPolicies',
-        NETWORK_POLICIES,
-        (keys, e) => this.onChild(keys, e, expectations),
-        children,
-      )
-      .watches<'pods', V1Pod>('pods', OUR_PODS, (keys, e) => this.onPod(keys, e), {
-        transform: podSummary,
-        indexers: { [OWNER_INDEX]: ownerIndex },
-      })
-      .watches<'replicaSets', V1ReplicaSet>('replicaSets', OUR_REPLICA_SETS, (keys, e) => this.onReplicaSet(keys, e), {
-        transform: replicaSetSummary,
-        indexers: { [OWNER_INDEX]: ownerIndex },
-      })
-      .complete(
-        (caches) => {
-          const reconciler = new Reconciler({
-            kinds: this.kinds,
-            ...caches,
-            expectations,
-            rest,
-            events: new EventRecorder(rest, settings.fieldManager, log),
-            fieldManager: settings.fieldManager,
-            log,
-            renders: new RenderCache(),
-            pacer: new StatusPacer(settings.statusIntervalMs),
-            ownStatusWrites: this.ownStatusWrites,
-            conflicts: this.conflicts,
-            deletedChildren,
-          });
-          return (key, log) => reconciler.reconcile(key, log);
-        },
-        // Failing CRs back off up to DEGRADED_RETRY_SECONDS: a cause that ends without an event the
-        // operator sees (a NodePort freed outside the watched namespaces) is noticed at the next retry.
-        { workers: settings.workers, maxDelayMs: settings.degradedRetrySeconds * 1000 },
-        // One queue for all kinds; a key's first segment is its kind, the metrics' controller label.
-        queueHooks(metrics, 'appkind', (key) => key.split('/')[0]!),
-      );
+    this.controller = ControllerBuilder.create<AppWatches>('appkind', watching)
+      .for('crs', settings.kinds.map(crsOf), crKey, { ...crs, observe: crObserved })
+      .owns('deployments', DEPLOYMENTS, { ...children, predicates: [deploymentRead], also: [nameTakers] })
+      .owns('services', SERVICES, { ...children, also: [portTakers, nameTakers] })
+      .owns('podDisruptionBudgets', PDBS, { ...children, predicates: [notStatusOnly], also: [nameTakers] })
+      .owns('networkPolicies', NETWORK_POLICIES, { ...children, predicates: [notStatusOnly], also: [nameTakers] })
+      .watches('pods', OUR_PODS, podKeys, { ...owned, transform: podSummary, predicates: [podRead] })
+      .watches('replicaSets', OUR_REPLICA_SETS, replicaSetKey, { ...owned, transform: replicaSetSummary, predicates: [added] })
+      .watchesWhile('conflicts', (ctx, keys, w) => new ConflictWatches(ctx, retryNameTakers(keys, w)))
+      .watchesWhile('nodePortWaits', (ctx, keys, w) => new NodePortWaits(ctx, retryPortTakers(keys, w), (key) => keys.retryNow(key)))
+      .complete((w) => reconcilerOf(new Reconciler({ ...reconcilerNeeds, ...w })), queue, hooks);
     metrics.countResources(() =>
       [...this.controller.caches.crs].map(([kind, cache]) => ({ kind, resources: cache.informers.flatMap((i) => i.list()) })),
     );
+  }
+
+  /** What a CR event tells the reconciler's memory: a deleted CR's facts go; whether it waits for a NodePort. */
+  private crObserved({ type, obj, source }: WatchEvent<CachedResource>, w: AppWatches): void {
+    const key = refKey(refOf(source.kind, obj));
+    if (type === 'delete') {
+      this.ownStatusWrites.forget(key);
+      this.deletedChildren.ownerDeleted(obj.metadata.uid);
+    }
+    w.nodePortWaits.observe(key, type !== 'delete' && waitsForNodePort(obj));
   }
 
   /**
@@ -205,13 +223,8 @@ export class Operator {
    * differs at every try, or apply, status and Event would loop at the speed of the API server. A
    * status someone else wrote runs it at once, to put the status right.
    */
-  private onCr(keys: KeySink, { type, obj, old, source }: WatchEvent<CachedResource>): void {
+  private crKey(keys: KeySink, { type, obj, old, source }: WatchEvent<CachedResource>): void {
     const key = refKey(refOf(source.kind, obj));
-    if (type === 'delete') {
-      this.ownStatusWrites.forget(key);
-      this.deletedChildren.ownerDeleted(obj.metadata.uid);
-    }
-    this.nodePortWaits.observe(key, type !== 'delete' && waitsForNodePort(obj));
     if (type === 'update' && statusOnlyChange(old, obj) && this.ownStatusWrites.isOwn(key, obj.metadata?.resourceVersion)) {
       keys.addUnlessFailing(key);
     } else {
@@ -220,37 +233,19 @@ export class Operator {
     }
   }
 
-  /** A Deployment event: its CR, when a change reconcile reads (not each status tick of the controller). */
-  private onDeployment(keys: KeySink, { type, obj, old }: WatchEvent<V1Deployment>, expectations: Expectations): void {
-    expectations.observed('Deployment', obj);
-    this.deletedChildren.observed('Deployment', obj, type === 'delete');
-    if (type !== 'update' || deploymentChanged(old, obj)) this.ownerOf(keys, obj);
-    if (type === 'delete') this.conflictingWith(keys, 'Deployment', obj);
-  }
-
-  /** A Service event: its CR, and the CRs waiting for a NodePort it gave up. */
-  private onService(keys: KeySink, { type, obj, old }: WatchEvent<V1Service>, expectations: Expectations): void {
-    expectations.observed('Service', obj);
-    this.deletedChildren.observed('Service', obj, type === 'delete');
-    this.ownerOf(keys, obj);
-    this.waitingFor(keys, freedNodePorts(type, obj, old));
-    if (type === 'delete') this.conflictingWith(keys, 'Service', obj);
-  }
-
-  /**
-   * A PodDisruptionBudget or NetworkPolicy event: its CR, unless only its status changed (the
-   * disruption controller's counts tick with every pod; status reads nothing of them).
-   */
-  private onChild(keys: KeySink, { type, obj, old, source }: WatchEvent<KubernetesObject>, expectations: Expectations): void {
-    expectations.observed(source.kind, obj);
+  /** What a child's event tells: the expectations of our writes, and which children were deleted. */
+  private childObserved({ type, obj, source }: WatchEvent<KubernetesObject>): void {
+    this.expectations.observed(source.kind, obj);
     this.deletedChildren.observed(source.kind, obj, type === 'delete');
-    if (type !== 'update' || !statusOnlyChange(old, obj)) this.ownerOf(keys, obj);
-    if (type === 'delete') this.conflictingWith(keys, source.kind, obj);
+  }
+
+  /** A child's kind of object deleted: the CRs whose child takes its name (conflictingWith). */
+  private nameTakersOf(keys: KeySink, crs: CrCaches, { type, obj, source }: WatchEvent<KubernetesObject>): void {
+    if (type === 'delete') this.conflictingWith(keys, crs, source.kind, obj);
   }
 
   /** A pod belongs to the CR named by its instance label, of every kind whose app name it carries. */
-  private onPod(keys: KeySink, { type, obj, old }: WatchEvent<V1Pod>): void {
-    if (type === 'update' && !podChanged(old, obj)) return;
+  private podKeys(keys: KeySink, { obj }: WatchEvent<V1Pod>): void {
     const labels = obj.metadata?.labels ?? {};
     const instance = labels[ContainerApp.INSTANCE_LABEL];
     if (!instance) return;
@@ -261,34 +256,15 @@ export class Operator {
   }
 
   /**
-   * A ReplicaSet added: status lists a pod only once its ReplicaSet is known to be the CR's
-   * Deployment's, so pods watched before their ReplicaSet bring their CR back now. Nothing else of a
-   * ReplicaSet enqueues (its status ticks are the Deployment's, watched there).
-   */
-  private onReplicaSet(keys: KeySink, { type, obj }: WatchEvent<V1ReplicaSet>): void {
-    const { pods, deployments } = this.controller.caches;
-    if (type !== 'add' || pods.byIndex(OWNER_INDEX, obj.metadata!.uid!).length === 0) return;
-    const owner = controllerOf(obj);
-    const deployment = owner?.kind === 'Deployment' ? deployments.get(obj.metadata!.namespace, owner.name) : undefined;
-    if (deployment && deployment.metadata?.uid === owner!.uid) this.ownerOf(keys, deployment);
-  }
-
-  private ownerOf(keys: KeySink, obj: KubernetesObject): void {
-    const owner = controllerOf(obj);
-    const kind = owner && this.kinds.get(owner.kind);
-    if (kind && owner.apiVersion === AppKindCrd.apiVersionOf(kind))
-      keys.add(refKey({ kind: kind.kind, namespace: obj.metadata!.namespace, name: owner.name }));
-  }
-
-  /**
    * A Service gave up NodePorts (deleted, or changed to others): the Degraded CRs asking for one of
    * them run now instead of at their next backoff retry, which may be a minute away; their backoff
    * starts again from its base, since the port may be released a moment after the event is watched.
    */
-  private waitingFor(keys: KeySink, ports: number[]): void {
+  private waitingFor(keys: KeySink, crs: CrCaches, ports: number[]): void {
     for (const port of ports) {
       this.retryNow(
         keys,
+        crs,
         NODE_PORT_INDEX,
         String(port),
         (cr) => !!cr.status?.conditions?.some((c) => c.type === 'Degraded' && c.status === 'True'),
@@ -305,13 +281,14 @@ export class Operator {
    * at: a conflict written a moment ago may not be in the cache yet, and a CR that was not blocked
    * costs one no-op reconcile.
    */
-  private conflictingWith(keys: KeySink, kind: string, obj: KubernetesObject): void {
+  private conflictingWith(keys: KeySink, crs: CrCaches, kind: string, obj: KubernetesObject): void {
     const owner = controllerOf(obj)?.uid;
     this.retryNow(
       keys,
+      crs,
       CHILD_NAME_INDEX,
       refKey(refOf(kind, obj)),
-      (cr) => cr.metadata.uid !== owner, // its own child: ownerOf did
+      (cr) => cr.metadata.uid !== owner, // its own child: owns() mapped it
       'conflicting object deleted; retrying the CR whose child takes its name',
       { object: describeObject({ ...obj, kind }) },
     );
@@ -320,13 +297,14 @@ export class Operator {
   /** Retries at once every CR under `value` in the CR caches' `index` that `blocked` picks. */
   private retryNow(
     keys: KeySink,
+    crs: CrCaches,
     index: string,
     value: string,
     blocked: (cr: CachedResource) => boolean,
     msg: string,
     fields: Record<string, unknown>,
   ): void {
-    for (const [kind, cache] of this.controller.caches.crs) {
+    for (const [kind, cache] of crs) {
       for (const cr of cache.byIndex(index, value)) {
         if (!blocked(cr)) continue;
         const key = refKey(refOf(kind, cr));
@@ -407,9 +385,6 @@ export class Operator {
    * stays open (the lease is released through it); `rest.close()` ends its connections.
    */
   async stop(graceMs: number): Promise<boolean> {
-    const finished = await this.controller.stop(graceMs);
-    this.conflicts.stop();
-    this.nodePortWaits.stop();
-    return finished;
+    return this.controller.stop(graceMs);
   }
 }

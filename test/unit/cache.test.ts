@@ -1,7 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
 import { V1ContainerStatus, V1Deployment, V1Pod, V1Service } from '@kubernetes/client-node';
 import { ownerIndex, withoutManagedFields } from '../../operator/runtime/cache.js';
-import { childNameIndex, deploymentChanged, freedNodePorts, nodePortIndex, podChanged, podSummary, statusOnlyChange } from '../../operator/controller/indexes.js';
+import { childNameIndex, freedNodePorts, nodePortIndex, podSummary } from '../../operator/controller/indexes.js';
+import { deploymentChanged, podChanged, statusOnlyChange } from '../../operator/controller/predicates.js';
 import { refKey } from '../../operator/runtime/ref.js';
 import { SAMPLE_KIND } from '../../operator/kinds/config.js';
 import { appPropsFor, render } from '../../operator/kinds/render.js';
