@@ -9,11 +9,10 @@ import { MetricsAuthorizer } from './runtime/metrics-auth.js';
 import { RestClient } from './runtime/rest.js';
 import { readCertificate, selfSignedCertificate, ServingCertificate, watchCertificate } from './runtime/serving-cert.js';
 import { loadKubeAccess } from './runtime/kubeconfig.js';
-import { LeaderElector } from './runtime/leader.js';
 import { createLogger, Logger } from './runtime/log.js';
 import { OperatorMetrics } from './runtime/metrics.js';
 import { KindsFile } from './controller/kinds-file.js';
-import { Operator } from './controller/operator.js';
+import { Manager } from './controller/manager.js';
 import { EventRecorder } from './runtime/events.js';
 import type { AppKind } from 'cdk8s-appkind';
 import { loadSettings, OperatorSettings } from './settings.js';
@@ -33,9 +32,9 @@ function leaseNamespace(settings: OperatorSettings): string {
  * Serves the kinds file's valid edits; a refused edit is logged, counted (appkind_config_last_reload_successful 0)
  * and, when the file is a ConfigMap's, a Warning Event on it (`kubectl describe configmap`).
  */
-function watchKindsFile(settings: OperatorSettings, operator: Operator, metrics: OperatorMetrics, log: Logger): KindsFile {
+function watchKindsFile(settings: OperatorSettings, manager: Manager, metrics: OperatorMetrics, log: Logger): KindsFile {
   const file = settings.configFile!;
-  const events = new EventRecorder(operator.rest, settings.fieldManager, log);
+  const events = new EventRecorder(manager.rest, settings.fieldManager, log);
   const configMap = settings.configMap && {
     apiVersion: 'v1',
     kind: 'ConfigMap',
@@ -46,7 +45,7 @@ function watchKindsFile(settings: OperatorSettings, operator: Operator, metrics:
   const kindsFile = new KindsFile(file, {
     valid: (kinds) => {
       metrics.configReloaded(true);
-      const changes = operator.setKinds(kinds);
+      const changes = manager.setKinds(kinds);
       served = kinds;
       log.info('kinds configuration changed', { file, ...changes, kinds: names(kinds) });
       const what = Object.entries(changes)
@@ -98,7 +97,7 @@ async function run(settings: OperatorSettings, log: Logger): Promise<void> {
   metrics.configReloaded(true);
   const identity = settings.identity ?? `${hostname()}_${process.pid}`;
   // The identity in every request's User-Agent: audit logs tell the replicas of one ServiceAccount apart.
-  const operator = new Operator(kc, settings, log, metrics, {
+  const manager = new Manager(kc, settings, log, metrics, {
     userAgent: `appkind-operator (${process.platform}/${process.arch}) ${identity}`,
   });
   const reviews = settings.metricsSecure && settings.metricsPort >= 0 ? new RestClient(kc) : undefined;
@@ -106,7 +105,7 @@ async function run(settings: OperatorSettings, log: Logger): Promise<void> {
   const servers = await startProbeServers({
     metricsPort: settings.metricsPort,
     healthPort: settings.healthPort,
-    ready: () => operator.ready(),
+    ready: () => manager.ready(),
     metrics,
     secure,
   });
@@ -132,21 +131,18 @@ async function run(settings: OperatorSettings, log: Logger): Promise<void> {
     leaderElect: settings.leaderElect,
   });
 
-  const elector = settings.leaderElect
-    ? new LeaderElector(operator.rest, {
-        namespace: leaseNamespace(settings),
-        name: settings.leaseName,
-        identity,
-        leaseDurationSeconds: settings.leaseDurationSeconds,
-        renewDeadlineSeconds: settings.renewDeadlineSeconds,
-        retryPeriodSeconds: settings.retryPeriodSeconds,
-        log,
-      })
-    : undefined;
-
   // With leader election, only a leader within its renew deadline writes (checked at each write).
   // The metrics reviews (their own client) are not fenced: they are not writes, and a standby serves /metrics too.
-  if (elector) operator.rest.fenceWrites(() => elector.mayWrite());
+  if (settings.leaderElect) {
+    manager.electLeader({
+      namespace: leaseNamespace(settings),
+      name: settings.leaseName,
+      identity,
+      leaseDurationSeconds: settings.leaseDurationSeconds,
+      renewDeadlineSeconds: settings.renewDeadlineSeconds,
+      retryPeriodSeconds: settings.retryPeriodSeconds,
+    });
+  }
 
   let stopping = false;
   const shutdown = async (signal: string, code: number) => {
@@ -155,14 +151,12 @@ async function run(settings: OperatorSettings, log: Logger): Promise<void> {
     log.info('shutting down', {
       signal,
       graceSeconds: settings.shutdownGraceSeconds,
-      inFlight: operator.inFlight,
-      queued: operator.queue.depth,
+      inFlight: manager.inFlight,
+      queued: manager.queue.depth,
     });
     kindsFile?.stop();
-    const finished = await operator.stop(settings.shutdownGraceSeconds * 1000);
-    if (!finished) log.warn('in-flight reconciles did not finish within the grace period');
-    await elector?.release();
-    operator.rest.close();
+    await manager.stop(settings.shutdownGraceSeconds * 1000);
+    manager.rest.close();
     stopCertificateWatch?.();
     reviews?.close();
     await servers.close();
@@ -172,26 +166,12 @@ async function run(settings: OperatorSettings, log: Logger): Promise<void> {
   process.on('SIGTERM', () => void shutdown('SIGTERM', 0));
   process.on('SIGINT', () => void shutdown('SIGINT', 0));
 
-  const kindsFile = settings.configFile ? watchKindsFile(settings, operator, metrics, log) : undefined;
-  await operator.startCaches();
-  if (!elector) {
-    operator.startWorkers();
-    return;
-  }
-  metrics.leader(settings.leaseName, false);
-  void elector.run({
-    onStartedLeading: () => {
-      metrics.leader(settings.leaseName, true);
-      log.info('became leader', { lease: settings.leaseName });
-      operator.startWorkers();
-    },
-    // Like controller-runtime: a replica that lost the lease exits at once, without draining (its
-    // writes are fenced already), and is restarted as a standby. Another replica may lead by now.
-    onStoppedLeading: () => {
-      log.error('lost leadership; exiting');
-      process.exit(1);
-    },
-    onNewLeader: (identity) => log.info('leader is', { identity }),
+  const kindsFile = settings.configFile ? watchKindsFile(settings, manager, metrics, log) : undefined;
+  // Like controller-runtime: a replica that lost the lease exits at once, without draining (its
+  // writes are fenced already), and is restarted as a standby. Another replica may lead by now.
+  await manager.start(() => {
+    log.error('lost leadership; exiting');
+    process.exit(1);
   });
 }
 

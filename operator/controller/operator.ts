@@ -1,42 +1,16 @@
-// The app-kind operator's wiring: what it watches, how each event maps to the key of the CR it
-// concerns, and what reconciles a key (one statement, in Operator's constructor).
-import {
-  KubernetesObject,
-  V1Deployment,
-  V1NetworkPolicy,
-  V1Pod,
-  V1PodDisruptionBudget,
-  V1ReplicaSet,
-  V1Service,
-} from '@kubernetes/client-node';
-import { AppKind, AppKindCrd, ContainerApp } from 'cdk8s-appkind';
-import { OWNER_INDEX, ownerIndex, ResourceCache, withOwnManagedFields, withoutManagedFields } from '../runtime/cache.js';
-import { Controller, ControllerBuilder, EventHandler, KeySink, Reconcile, WatchEvent, WatchSource } from '../runtime/controller.js';
-import { EventRecorder } from '../runtime/events.js';
-import { Expectations } from '../runtime/expectations.js';
-import { KubeAccess } from '../runtime/kubeconfig.js';
-import { Logger } from '../runtime/log.js';
-import { OperatorMetrics, queueHooks } from '../runtime/metrics.js';
-import { controllerOf, describeObject, refKey, refOf } from '../runtime/ref.js';
-import { RestClient } from '../runtime/rest.js';
-import { OperatorSettings } from '../settings.js';
-import {
-  CHILD_NAME_INDEX,
-  childNameIndex,
-  freedNodePorts,
-  NODE_PORT_INDEX,
-  nodePortIndex,
-  podSummary,
-  replicaSetSummary,
-} from './indexes.js';
-import { added, deploymentRead, notStatusOnly, podRead, statusOnlyChange } from './predicates.js';
+// The app-kind controller's wiring: what it watches, which events count, how each maps to the key of
+// the CR it concerns (app-events.ts), and what reconciles a key, in one statement.
+import { V1Deployment, V1NetworkPolicy, V1Pod, V1PodDisruptionBudget, V1ReplicaSet, V1Service } from '@kubernetes/client-node';
+import { AppKind, AppKindCrd } from 'cdk8s-appkind';
+import { OWNER_INDEX, ownerIndex, withOwnManagedFields, withoutManagedFields } from '../runtime/cache.js';
+import { Controller, ControllerBuilder, Reconcile, WatchContext, WatchSource } from '../runtime/controller.js';
+import { QueueHooks, QueueOptions } from '../runtime/queue.js';
+import { AppEvents, AppWatches } from './app-events.js';
 import { ConflictWatches } from './conflicts.js';
-import { DeletedChildren } from './deleted-children.js';
+import { CHILD_NAME_INDEX, childNameIndex, NODE_PORT_INDEX, nodePortIndex, podSummary, replicaSetSummary } from './indexes.js';
 import { NodePortWaits } from './nodeports.js';
-import { CachedResource, CHILD_SELECTOR, Reconciler } from './reconcile.js';
-import { RenderCache } from './render-cache.js';
-import { StatusPacer } from './status-pacer.js';
-import { OwnStatusWrites } from './own-status-writes.js';
+import { added, deploymentRead, notStatusOnly, podRead } from './predicates.js';
+import { CachedResource, CHILD_SELECTOR, Reconciler, ReconcilerDeps } from './reconcile.js';
 
 /**
  * Our Deployments: those carrying the children's label, so the cache (and the watch events of every
@@ -80,311 +54,47 @@ const OUR_REPLICA_SETS: WatchSource<V1ReplicaSet> = {
   labelSelector: CHILD_SELECTOR,
 };
 
-/** What the operator watches: every kind's CRs (by kind), the children, our pods, and the watches of what blocks a CR. */
-interface AppWatches {
-  readonly crs: ReadonlyMap<string, ResourceCache<CachedResource>>;
-  readonly deployments: ResourceCache<V1Deployment>;
-  readonly services: ResourceCache<V1Service>;
-  readonly podDisruptionBudgets: ResourceCache<V1PodDisruptionBudget>;
-  readonly networkPolicies: ResourceCache<V1NetworkPolicy>;
-  readonly pods: ResourceCache<V1Pod>;
-  readonly replicaSets: ResourceCache<V1ReplicaSet>;
-  readonly conflicts: ConflictWatches;
-  readonly nodePortWaits: NodePortWaits;
+/** The CRs of a kind. */
+export function crsOf(kind: AppKind): WatchSource<CachedResource> {
+  return { apiVersion: AppKindCrd.apiVersionOf(kind), kind: kind.kind, plural: kind.plural };
 }
 
-type CrCaches = AppWatches['crs'];
+/** What the reconciler needs besides the watches. */
+export type ReconcilerNeeds = Omit<ReconcilerDeps, keyof AppWatches | 'conflicts'>;
 
-/** Kinds by name that setKinds() started serving, stopped serving, or serves with new settings. */
-export interface KindChanges {
-  readonly added: string[];
-  readonly removed: string[];
-  readonly changed: string[];
+/** What wiring the controller takes: the kinds served at start, the mappings, the reconciler's needs, the queue's settings. */
+export interface AppKindWiring {
+  readonly kinds: readonly AppKind[];
+  readonly fieldManager: string;
+  readonly on: AppEvents;
+  readonly reconciler: ReconcilerNeeds;
+  readonly queue: QueueOptions;
+  readonly hooks: QueueHooks;
 }
 
-/** A CR asking for a NodePort that is Degraded: its port may be held by a Service not ours. */
-function waitsForNodePort(cr: CachedResource): boolean {
-  return nodePortIndex(cr).length > 0 && !!cr.status?.conditions?.some((c) => c.type === 'Degraded' && c.status === 'True');
-}
-
-/**
- * A ReplicaSet added: status lists a pod only once its ReplicaSet is known to be the CR's
- * Deployment's, so pods watched before their ReplicaSet bring their CR back now. Nothing else of a
- * ReplicaSet enqueues (its status ticks are the Deployment's, watched there).
- */
-function replicaSetKey(keys: KeySink, { obj }: WatchEvent<V1ReplicaSet>, { pods, deployments }: AppWatches): void {
-  if (pods.byIndex(OWNER_INDEX, obj.metadata!.uid!).length === 0) return;
-  const owner = controllerOf(obj);
-  const deployment = owner?.kind === 'Deployment' ? deployments.get(obj.metadata!.namespace, owner.name) : undefined;
-  if (deployment && deployment.metadata?.uid === owner!.uid) keys.addOwnerOf(deployment);
+/** The app-kind controller: every configured kind's CRs and their children. */
+export function appKindController(
+  ctx: WatchContext,
+  { kinds, fieldManager, on, reconciler, queue, hooks }: AppKindWiring,
+): Controller<AppWatches> {
+  const crs = { transform: withoutManagedFields, indexers: { [NODE_PORT_INDEX]: nodePortIndex, [CHILD_NAME_INDEX]: childNameIndex } };
+  // Children keep our own apply entry of managedFields: what we own, to release what render() stops giving.
+  const children = { transform: withOwnManagedFields(fieldManager), indexers: { [OWNER_INDEX]: ownerIndex }, observe: on.childObserved };
+  const owned = { indexers: { [OWNER_INDEX]: ownerIndex } };
+  return ControllerBuilder.create<AppWatches>('appkind', ctx)
+    .for('crs', kinds.map(crsOf), on.crKey, { ...crs, observe: on.crObserved })
+    .owns('deployments', DEPLOYMENTS, { ...children, predicates: [deploymentRead], also: [on.nameTakers] })
+    .owns('services', SERVICES, { ...children, also: [on.portTakers, on.nameTakers] })
+    .owns('podDisruptionBudgets', PDBS, { ...children, predicates: [notStatusOnly], also: [on.nameTakers] })
+    .owns('networkPolicies', NETWORK_POLICIES, { ...children, predicates: [notStatusOnly], also: [on.nameTakers] })
+    .watches('pods', OUR_PODS, on.podKeys, { ...owned, transform: podSummary, predicates: [podRead] })
+    .watches('replicaSets', OUR_REPLICA_SETS, on.replicaSetKey, { ...owned, transform: replicaSetSummary, predicates: [added] })
+    .watchesWhile('conflicts', (ctx, keys, w) => new ConflictWatches(ctx, on.nameTakersOfGone(keys, w)))
+    .watchesWhile('nodePortWaits', (ctx, keys, w) => new NodePortWaits(ctx, on.portTakersOfFreed(keys, w), (key) => keys.retryNow(key)))
+    .complete((w) => reconcilerOf(new Reconciler({ ...reconciler, ...w })), queue, hooks);
 }
 
 /** What the queue runs for a key. */
 function reconcilerOf(reconciler: Reconciler): Reconcile {
   return (key, log) => reconciler.reconcile(key, log);
-}
-
-/** The CRs of a kind. */
-function crsOf(kind: AppKind): WatchSource<CachedResource> {
-  return { apiVersion: AppKindCrd.apiVersionOf(kind), kind: kind.kind, plural: kind.plural };
-}
-
-/** The app-kind controller of one process: every configured kind's CRs and their children. */
-export class Operator {
-  /** The one keep-alive client of the process: caches, reconciles, events and leader election share it. */
-  readonly rest: RestClient;
-  private readonly controller: Controller<AppWatches>;
-  /** The kinds served now, by Kind; setKinds() changes them (the reconciler reads this same map). */
-  private readonly kinds: Map<string, AppKind>;
-  private readonly ownStatusWrites = new OwnStatusWrites();
-  /** Children seen deleted while their CR is still cached (the CR's DELETED event may come after). */
-  private readonly deletedChildren = new DeletedChildren();
-  private readonly expectations = new Expectations();
-
-  constructor(
-    kc: KubeAccess,
-    private readonly settings: OperatorSettings,
-    private readonly log: Logger,
-    metrics: OperatorMetrics,
-    /** `userAgent`: the User-Agent of every request (default none). */
-    client: { userAgent?: string } = {},
-  ) {
-    this.kinds = new Map(settings.kinds.map((k) => [k.kind, k]));
-    const onThrottled = (method: string, code: number) => metrics.throttled(method, code);
-    const rest = (this.rest = new RestClient(kc, (verb, code) => metrics.apiRequest(verb, code), {
-      onThrottled,
-      userAgent: client.userAgent,
-    }));
-    const { expectations, ownStatusWrites, deletedChildren, kinds } = this;
-    const reconcilerNeeds = {
-      kinds,
-      expectations,
-      rest,
-      events: new EventRecorder(rest, settings.fieldManager, log),
-      fieldManager: settings.fieldManager,
-      log,
-      renders: new RenderCache(),
-      pacer: new StatusPacer(settings.statusIntervalMs),
-      ownStatusWrites,
-      deletedChildren,
-    };
-    const watching = { rest, log, namespaces: settings.namespaces, staleMs: settings.watchStaleSeconds * 1000, onThrottled };
-    // Failing CRs back off up to DEGRADED_RETRY_SECONDS: a cause that ends without an event the
-    // operator sees (a NodePort freed outside the watched namespaces) is noticed at the next retry.
-    const queue = { workers: settings.workers, maxDelayMs: settings.degradedRetrySeconds * 1000 };
-    const crs = { transform: withoutManagedFields, indexers: { [NODE_PORT_INDEX]: nodePortIndex, [CHILD_NAME_INDEX]: childNameIndex } };
-    // Children keep our own apply entry of managedFields: what we own, to release what render() stops giving.
-    const children = {
-      transform: withOwnManagedFields(settings.fieldManager),
-      indexers: { [OWNER_INDEX]: ownerIndex },
-      observe: (e: WatchEvent<KubernetesObject>) => this.childObserved(e),
-    };
-    const owned = { indexers: { [OWNER_INDEX]: ownerIndex } };
-    const crKey: EventHandler<CachedResource, AppWatches> = (keys, e) => this.crKey(keys, e);
-    const crObserved = (e: WatchEvent<CachedResource>, w: AppWatches) => this.crObserved(e, w);
-    const podKeys: EventHandler<V1Pod, AppWatches> = (keys, e) => this.podKeys(keys, e);
-    const nameTakers: EventHandler<KubernetesObject, AppWatches> = (keys, e, w) => this.nameTakersOf(keys, w.crs, e);
-    const portTakers: EventHandler<V1Service, AppWatches> = (keys, e, w) =>
-      this.waitingFor(keys, w.crs, freedNodePorts(e.type, e.obj, e.old));
-    const retryNameTakers = (keys: KeySink, w: AppWatches) => (obj: KubernetesObject) => this.conflictingWith(keys, w.crs, obj.kind!, obj);
-    const retryPortTakers = (keys: KeySink, w: AppWatches) => (ports: number[]) => this.waitingFor(keys, w.crs, ports);
-    // One queue for all kinds; a key's first segment is its kind, the metrics' controller label.
-    const hooks = queueHooks(metrics, 'appkind', (key) => key.split('/')[0]!);
-
-    this.controller = ControllerBuilder.create<AppWatches>('appkind', watching)
-      .for('crs', settings.kinds.map(crsOf), crKey, { ...crs, observe: crObserved })
-      .owns('deployments', DEPLOYMENTS, { ...children, predicates: [deploymentRead], also: [nameTakers] })
-      .owns('services', SERVICES, { ...children, also: [portTakers, nameTakers] })
-      .owns('podDisruptionBudgets', PDBS, { ...children, predicates: [notStatusOnly], also: [nameTakers] })
-      .owns('networkPolicies', NETWORK_POLICIES, { ...children, predicates: [notStatusOnly], also: [nameTakers] })
-      .watches('pods', OUR_PODS, podKeys, { ...owned, transform: podSummary, predicates: [podRead] })
-      .watches('replicaSets', OUR_REPLICA_SETS, replicaSetKey, { ...owned, transform: replicaSetSummary, predicates: [added] })
-      .watchesWhile('conflicts', (ctx, keys, w) => new ConflictWatches(ctx, retryNameTakers(keys, w)))
-      .watchesWhile('nodePortWaits', (ctx, keys, w) => new NodePortWaits(ctx, retryPortTakers(keys, w), (key) => keys.retryNow(key)))
-      .complete((w) => reconcilerOf(new Reconciler({ ...reconcilerNeeds, ...w })), queue, hooks);
-    metrics.countResources(() =>
-      [...this.controller.caches.crs].map(([kind, cache]) => ({ kind, resources: cache.informers.flatMap((i) => i.list()) })),
-    );
-  }
-
-  /** What a CR event tells the reconciler's memory: a deleted CR's facts go; whether it waits for a NodePort. */
-  private crObserved({ type, obj, source }: WatchEvent<CachedResource>, w: AppWatches): void {
-    const key = refKey(refOf(source.kind, obj));
-    if (type === 'delete') {
-      this.ownStatusWrites.forget(key);
-      this.deletedChildren.ownerDeleted(obj.metadata.uid);
-    }
-    w.nodePortWaits.observe(key, type !== 'delete' && waitsForNodePort(obj));
-  }
-
-  /**
-   * A CR event: its key. A change of its status only that is our own status write, watched back, runs
-   * it again unless it is failing: it must not cut short the backoff of a CR whose failure message
-   * differs at every try, or apply, status and Event would loop at the speed of the API server. A
-   * status someone else wrote runs it at once, to put the status right.
-   */
-  private crKey(keys: KeySink, { type, obj, old, source }: WatchEvent<CachedResource>): void {
-    const key = refKey(refOf(source.kind, obj));
-    if (type === 'update' && statusOnlyChange(old, obj) && this.ownStatusWrites.isOwn(key, obj.metadata?.resourceVersion)) {
-      keys.addUnlessFailing(key);
-    } else {
-      if (type === 'update' && statusOnlyChange(old, obj)) this.log.debug('status written by someone else; reconciling', { key });
-      keys.add(key);
-    }
-  }
-
-  /** What a child's event tells: the expectations of our writes, and which children were deleted. */
-  private childObserved({ type, obj, source }: WatchEvent<KubernetesObject>): void {
-    this.expectations.observed(source.kind, obj);
-    this.deletedChildren.observed(source.kind, obj, type === 'delete');
-  }
-
-  /** A child's kind of object deleted: the CRs whose child takes its name (conflictingWith). */
-  private nameTakersOf(keys: KeySink, crs: CrCaches, { type, obj, source }: WatchEvent<KubernetesObject>): void {
-    if (type === 'delete') this.conflictingWith(keys, crs, source.kind, obj);
-  }
-
-  /** A pod belongs to the CR named by its instance label, of every kind whose app name it carries. */
-  private podKeys(keys: KeySink, { obj }: WatchEvent<V1Pod>): void {
-    const labels = obj.metadata?.labels ?? {};
-    const instance = labels[ContainerApp.INSTANCE_LABEL];
-    if (!instance) return;
-    for (const kind of this.kinds.values()) {
-      if (labels[ContainerApp.NAME_LABEL] === kind.appName)
-        keys.add(refKey({ kind: kind.kind, namespace: obj.metadata!.namespace, name: instance }));
-    }
-  }
-
-  /**
-   * A Service gave up NodePorts (deleted, or changed to others): the Degraded CRs asking for one of
-   * them run now instead of at their next backoff retry, which may be a minute away; their backoff
-   * starts again from its base, since the port may be released a moment after the event is watched.
-   */
-  private waitingFor(keys: KeySink, crs: CrCaches, ports: number[]): void {
-    for (const port of ports) {
-      this.retryNow(
-        keys,
-        crs,
-        NODE_PORT_INDEX,
-        String(port),
-        (cr) => !!cr.status?.conditions?.some((c) => c.type === 'Degraded' && c.status === 'True'),
-        'NodePort freed; retrying the CR asking for it',
-        { nodePort: port },
-      );
-    }
-  }
-
-  /**
-   * A child's kind of object was deleted: a CR whose child takes its name and did not own it was
-   * Degraded NameConflict because of it, and runs now instead of at its next backoff retry, which may
-   * be DEGRADED_RETRY_SECONDS away; its backoff starts again from its base. Its status is not looked
-   * at: a conflict written a moment ago may not be in the cache yet, and a CR that was not blocked
-   * costs one no-op reconcile.
-   */
-  private conflictingWith(keys: KeySink, crs: CrCaches, kind: string, obj: KubernetesObject): void {
-    const owner = controllerOf(obj)?.uid;
-    this.retryNow(
-      keys,
-      crs,
-      CHILD_NAME_INDEX,
-      refKey(refOf(kind, obj)),
-      (cr) => cr.metadata.uid !== owner, // its own child: owns() mapped it
-      'conflicting object deleted; retrying the CR whose child takes its name',
-      { object: describeObject({ ...obj, kind }) },
-    );
-  }
-
-  /** Retries at once every CR under `value` in the CR caches' `index` that `blocked` picks. */
-  private retryNow(
-    keys: KeySink,
-    crs: CrCaches,
-    index: string,
-    value: string,
-    blocked: (cr: CachedResource) => boolean,
-    msg: string,
-    fields: Record<string, unknown>,
-  ): void {
-    for (const [kind, cache] of crs) {
-      for (const cr of cache.byIndex(index, value)) {
-        if (!blocked(cr)) continue;
-        const key = refKey(refOf(kind, cr));
-        this.log.debug(msg, { key, ...fields });
-        keys.retryNow(key);
-      }
-    }
-  }
-
-  /**
-   * Serves `kinds` from now on (the kinds configuration was edited, and is valid): a new kind's CRs
-   * are watched and reconciled once listed; a removed kind's CRs are no longer watched (they and
-   * their children stay as they are); every CR of a kind whose settings changed is reconciled with
-   * them. A kind whose group, version or plural changed is a removed kind plus a new one.
-   */
-  setKinds(kinds: AppKind[]): KindChanges {
-    const next = new Map(kinds.map((k) => [k.kind, k]));
-    const changes: KindChanges = { added: [], removed: [], changed: [] };
-    const sameResource = (a: AppKind, b: AppKind) => AppKindCrd.apiVersionOf(a) === AppKindCrd.apiVersionOf(b) && a.plural === b.plural;
-    for (const [name, old] of this.kinds) {
-      const now = next.get(name);
-      if (now && sameResource(old, now)) {
-        if (JSON.stringify(old) !== JSON.stringify(now)) changes.changed.push(name);
-        continue;
-      }
-      changes.removed.push(name);
-      this.kinds.delete(name);
-      this.controller.removePrimary('crs', name);
-    }
-    for (const name of changes.changed) {
-      this.kinds.set(name, next.get(name)!);
-      for (const informer of this.controller.caches.crs.get(name)?.informers ?? []) {
-        for (const cr of informer.list()) this.controller.queue.add(refKey(refOf(name, cr)));
-      }
-    }
-    for (const [name, kind] of next) {
-      if (this.kinds.has(name)) continue;
-      changes.added.push(name);
-      this.kinds.set(name, kind);
-      // Resolves once the kind's CRs are listed; until its CRD exists the list is retried (and /readyz says not ready).
-      void this.controller.addPrimary('crs', crsOf(kind)).then(() => this.log.info('caches synced', { kinds: [name] }));
-    }
-    return changes;
-  }
-
-  /** The work queue (its depth is logged at shutdown). */
-  get queue() {
-    return this.controller.queue;
-  }
-
-  /** Reconciles running right now (what a shutdown waits for). */
-  get inFlight(): number {
-    return this.controller.inFlight;
-  }
-
-  /** Starts every watch; resolves when all caches hold their first list. */
-  async startCaches(): Promise<void> {
-    await this.controller.startCaches();
-    this.log.info('caches synced', {
-      kinds: [...this.kinds.keys()],
-      namespaces: this.settings.namespaces.length ? this.settings.namespaces : 'all',
-    });
-  }
-
-  /** Starts reconciling (on becoming leader, or at once without leader election). */
-  startWorkers(): void {
-    this.log.info('workers started', { workers: this.settings.workers, statusIntervalMs: this.settings.statusIntervalMs });
-    this.controller.startWorkers();
-  }
-
-  /** All caches synced: /readyz passes. */
-  ready(): boolean {
-    return this.controller.ready();
-  }
-
-  /**
-   * Stops taking work, waits for in-flight reconciles up to graceMs, stops the watches. The client
-   * stays open (the lease is released through it); `rest.close()` ends its connections.
-   */
-  async stop(graceMs: number): Promise<boolean> {
-    return this.controller.stop(graceMs);
-  }
 }

@@ -1,0 +1,189 @@
+// The app-kind operator of one process: its client, the kinds it serves (reloaded live), the
+// reconciler's memory, and the controller's lifecycle (caches, leader election, workers, stop).
+import { AppKind, AppKindCrd } from 'cdk8s-appkind';
+import { Controller } from '../runtime/controller.js';
+import { EventRecorder } from '../runtime/events.js';
+import { Expectations } from '../runtime/expectations.js';
+import { KubeAccess } from '../runtime/kubeconfig.js';
+import { LeaderElector, LeaderElectorOptions } from '../runtime/leader.js';
+import { Logger } from '../runtime/log.js';
+import { OperatorMetrics, queueHooks } from '../runtime/metrics.js';
+import { refKey, refOf } from '../runtime/ref.js';
+import { RestClient } from '../runtime/rest.js';
+import { OperatorSettings } from '../settings.js';
+import { AppEvents, AppWatches } from './app-events.js';
+import { DeletedChildren } from './deleted-children.js';
+import { appKindController, crsOf } from './operator.js';
+import { OwnStatusWrites } from './own-status-writes.js';
+import { RenderCache } from './render-cache.js';
+import { StatusPacer } from './status-pacer.js';
+
+/** Kinds by name that setKinds() started serving, stopped serving, or serves with new settings. */
+export interface KindChanges {
+  readonly added: string[];
+  readonly removed: string[];
+  readonly changed: string[];
+}
+
+/** Starts, leads, reloads and stops the app-kind controller of one process. */
+export class Manager {
+  /** The one keep-alive client of the process: caches, reconciles, events and leader election share it. */
+  readonly rest: RestClient;
+  private readonly controller: Controller<AppWatches>;
+  /** The kinds served now, by Kind; setKinds() changes them (the reconciler and the mappings read this same map). */
+  private readonly kinds: Map<string, AppKind>;
+  private elector?: LeaderElector;
+
+  constructor(
+    kc: KubeAccess,
+    private readonly settings: OperatorSettings,
+    private readonly log: Logger,
+    private readonly metrics: OperatorMetrics,
+    /** `userAgent`: the User-Agent of every request (default none). */
+    client: { userAgent?: string } = {},
+  ) {
+    const kinds = (this.kinds = new Map(settings.kinds.map((k) => [k.kind, k])));
+    const onThrottled = (method: string, code: number) => metrics.throttled(method, code);
+    const rest = (this.rest = new RestClient(kc, (verb, code) => metrics.apiRequest(verb, code), {
+      onThrottled,
+      userAgent: client.userAgent,
+    }));
+    /** Children seen deleted while their CR is still cached (the CR's DELETED event may come after). */
+    const memory = { ownStatusWrites: new OwnStatusWrites(), deletedChildren: new DeletedChildren(), expectations: new Expectations() };
+    const { fieldManager } = settings;
+    this.controller = appKindController(
+      { rest, log, namespaces: settings.namespaces, staleMs: settings.watchStaleSeconds * 1000, onThrottled },
+      {
+        kinds: settings.kinds,
+        fieldManager,
+        on: new AppEvents(kinds, memory, log),
+        reconciler: {
+          kinds,
+          ...memory,
+          rest,
+          events: new EventRecorder(rest, fieldManager, log),
+          fieldManager,
+          log,
+          renders: new RenderCache(),
+          pacer: new StatusPacer(settings.statusIntervalMs),
+        },
+        // Failing CRs back off up to DEGRADED_RETRY_SECONDS: a cause that ends without an event the
+        // operator sees (a NodePort freed outside the watched namespaces) is noticed at the next retry.
+        queue: { workers: settings.workers, maxDelayMs: settings.degradedRetrySeconds * 1000 },
+        // One queue for all kinds; a key's first segment is its kind, the metrics' controller label.
+        hooks: queueHooks(metrics, 'appkind', (key) => key.split('/')[0]!),
+      },
+    );
+    metrics.countResources(() =>
+      [...this.controller.caches.crs].map(([kind, cache]) => ({ kind, resources: cache.informers.flatMap((i) => i.list()) })),
+    );
+  }
+
+  /**
+   * Serves `kinds` from now on (the kinds configuration was edited, and is valid): a new kind's CRs
+   * are watched and reconciled once listed; a removed kind's CRs are no longer watched (they and
+   * their children stay as they are); every CR of a kind whose settings changed is reconciled with
+   * them. A kind whose group, version or plural changed is a removed kind plus a new one.
+   */
+  setKinds(kinds: AppKind[]): KindChanges {
+    const next = new Map(kinds.map((k) => [k.kind, k]));
+    const changes: KindChanges = { added: [], removed: [], changed: [] };
+    const sameResource = (a: AppKind, b: AppKind) => AppKindCrd.apiVersionOf(a) === AppKindCrd.apiVersionOf(b) && a.plural === b.plural;
+    for (const [name, old] of this.kinds) {
+      const now = next.get(name);
+      if (now && sameResource(old, now)) {
+        if (JSON.stringify(old) !== JSON.stringify(now)) changes.changed.push(name);
+        continue;
+      }
+      changes.removed.push(name);
+      this.kinds.delete(name);
+      this.controller.removePrimary('crs', name);
+    }
+    for (const name of changes.changed) {
+      this.kinds.set(name, next.get(name)!);
+      for (const informer of this.controller.caches.crs.get(name)?.informers ?? []) {
+        for (const cr of informer.list()) this.controller.queue.add(refKey(refOf(name, cr)));
+      }
+    }
+    for (const [name, kind] of next) {
+      if (this.kinds.has(name)) continue;
+      changes.added.push(name);
+      this.kinds.set(name, kind);
+      // Resolves once the kind's CRs are listed; until its CRD exists the list is retried (and /readyz says not ready).
+      void this.controller.addPrimary('crs', crsOf(kind)).then(() => this.log.info('caches synced', { kinds: [name] }));
+    }
+    return changes;
+  }
+
+  /**
+   * Campaigns for the Lease from start() on: workers start on becoming leader, and only a leader within
+   * its renew deadline writes (checked at each write).
+   */
+  electLeader(opts: Omit<LeaderElectorOptions, 'log'>): void {
+    const elector = (this.elector = new LeaderElector(this.rest, { ...opts, log: this.log }));
+    this.rest.fenceWrites(() => elector.mayWrite());
+  }
+
+  /**
+   * Starts every watch and, once all caches hold their first list, the workers: at once without leader
+   * election, else on becoming leader. `onLostLeadership` is called when the Lease is lost.
+   */
+  async start(onLostLeadership: () => void): Promise<void> {
+    await this.startCaches();
+    const { elector, metrics, settings, log } = this;
+    if (!elector) {
+      this.startWorkers();
+      return;
+    }
+    metrics.leader(settings.leaseName, false);
+    void elector.run({
+      onStartedLeading: () => {
+        metrics.leader(settings.leaseName, true);
+        log.info('became leader', { lease: settings.leaseName });
+        this.startWorkers();
+      },
+      onStoppedLeading: onLostLeadership,
+      onNewLeader: (identity) => log.info('leader is', { identity }),
+    });
+  }
+
+  /** The work queue (its depth is logged at shutdown). */
+  get queue() {
+    return this.controller.queue;
+  }
+
+  /** Reconciles running right now (what a shutdown waits for). */
+  get inFlight(): number {
+    return this.controller.inFlight;
+  }
+
+  /** All caches synced: /readyz passes. */
+  ready(): boolean {
+    return this.controller.ready();
+  }
+
+  /**
+   * Stops taking work, waits for in-flight reconciles up to graceMs, stops the watches, then hands
+   * the Lease over. The client stays open (`rest.close()` ends its connections).
+   */
+  async stop(graceMs: number): Promise<void> {
+    const finished = await this.controller.stop(graceMs);
+    if (!finished) this.log.warn('in-flight reconciles did not finish within the grace period');
+    await this.elector?.release();
+  }
+
+  /** Starts every watch; resolves when all caches hold their first list. */
+  private async startCaches(): Promise<void> {
+    await this.controller.startCaches();
+    this.log.info('caches synced', {
+      kinds: [...this.kinds.keys()],
+      namespaces: this.settings.namespaces.length ? this.settings.namespaces : 'all',
+    });
+  }
+
+  /** Starts reconciling (on becoming leader, or at once without leader election). */
+  private startWorkers(): void {
+    this.log.info('workers started', { workers: this.settings.workers, statusIntervalMs: this.settings.statusIntervalMs });
+    this.controller.startWorkers();
+  }
+}
