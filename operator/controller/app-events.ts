@@ -16,10 +16,9 @@ import { Expectations } from '../runtime/expectations.js';
 import { Logger } from '../runtime/log.js';
 import { controllerOf, describeObject, refKey, refOf } from '../runtime/ref.js';
 import { ConflictWatches } from './conflicts.js';
-import { DeletedChildren } from './deleted-children.js';
 import { CHILD_NAME_INDEX, freedNodePorts, NODE_PORT_INDEX, nodePortIndex } from './indexes.js';
 import { NodePortWaits } from './nodeports.js';
-import { OwnStatusWrites } from './own-status-writes.js';
+import { MemoryView } from './memory.js';
 import { statusOnlyChange } from './predicates.js';
 import { CachedResource } from './reconcile.js';
 
@@ -43,13 +42,6 @@ function waitsForNodePort(cr: CachedResource): boolean {
   return nodePortIndex(cr).length > 0 && !!cr.status?.conditions?.some((c) => c.type === 'Degraded' && c.status === 'True');
 }
 
-/** What the event handlers write of the reconciler's memory. */
-export interface EventMemory {
-  readonly ownStatusWrites: OwnStatusWrites;
-  readonly deletedChildren: DeletedChildren;
-  readonly expectations: Expectations;
-}
-
 /**
  * The app-kind controller's mappings, each a function the builder calls with the controller's keys,
  * the event and every watch by name. `kinds` is the map of kinds served now (kind reload changes it).
@@ -57,7 +49,8 @@ export interface EventMemory {
 export class AppEvents {
   constructor(
     private readonly kinds: ReadonlyMap<string, AppKind>,
-    private readonly memory: EventMemory,
+    private readonly memory: MemoryView,
+    private readonly expectations: Expectations,
     private readonly log: Logger,
   ) {}
 
@@ -76,13 +69,10 @@ export class AppEvents {
   readonly portTakersOfFreed = (keys: KeySink, w: AppWatches) => (ports: number[]) => this.waitingFor(keys, w.crs, ports);
 
   /** What a CR event tells the reconciler's memory: a deleted CR's facts go; whether it waits for a NodePort. */
-  readonly crObserved = ({ type, obj, source }: WatchEvent<CachedResource>, w: AppWatches): void => {
+  readonly crObserved = ({ type, obj, source }: WatchEvent<CachedResource>): void => {
     const key = refKey(refOf(source.kind, obj));
-    if (type === 'delete') {
-      this.memory.ownStatusWrites.forget(key);
-      this.memory.deletedChildren.ownerDeleted(obj.metadata.uid);
-    }
-    w.nodePortWaits.observe(key, type !== 'delete' && waitsForNodePort(obj));
+    if (type === 'delete') this.memory.crDeleted(key, obj.metadata.uid);
+    this.memory.waitsForNodePort(key, type !== 'delete' && waitsForNodePort(obj));
   };
 
   /**
@@ -93,7 +83,7 @@ export class AppEvents {
    */
   readonly crKey: EventHandler<CachedResource, AppWatches> = (keys, { type, obj, old, source }) => {
     const key = refKey(refOf(source.kind, obj));
-    if (type === 'update' && statusOnlyChange(old, obj) && this.memory.ownStatusWrites.isOwn(key, obj.metadata?.resourceVersion)) {
+    if (type === 'update' && statusOnlyChange(old, obj) && this.memory.isOwnStatusWrite(key, obj.metadata?.resourceVersion)) {
       keys.addUnlessFailing(key);
     } else {
       if (type === 'update' && statusOnlyChange(old, obj)) this.log.debug('status written by someone else; reconciling', { key });
@@ -103,8 +93,8 @@ export class AppEvents {
 
   /** What a child's event tells: the expectations of our writes, and which children were deleted. */
   readonly childObserved = ({ type, obj, source }: WatchEvent<KubernetesObject>): void => {
-    this.memory.expectations.observed(source.kind, obj);
-    this.memory.deletedChildren.observed(source.kind, obj, type === 'delete');
+    this.expectations.observed(source.kind, obj);
+    this.memory.childObserved(source.kind, obj, type === 'delete');
   };
 
   /** A pod belongs to the CR named by its instance label, of every kind whose app name it carries. */

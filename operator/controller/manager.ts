@@ -12,9 +12,8 @@ import { refKey, refOf } from '../runtime/ref.js';
 import { RestClient } from '../runtime/rest.js';
 import { OperatorSettings } from '../settings.js';
 import { AppEvents, AppWatches } from './app-events.js';
-import { DeletedChildren } from './deleted-children.js';
+import { ReconcilerMemory } from './memory.js';
 import { appKindController, crsOf } from './operator.js';
-import { OwnStatusWrites } from './own-status-writes.js';
 import { RenderCache } from './render-cache.js';
 import { StatusPacer } from './status-pacer.js';
 
@@ -48,18 +47,21 @@ export class Manager {
       onThrottled,
       userAgent: client.userAgent,
     }));
-    /** Children seen deleted while their CR is still cached (the CR's DELETED event may come after). */
-    const memory = { ownStatusWrites: new OwnStatusWrites(), deletedChildren: new DeletedChildren(), expectations: new Expectations() };
+    const memory = new ReconcilerMemory();
+    const expectations = new Expectations();
     const { fieldManager } = settings;
     this.controller = appKindController(
       { rest, log, namespaces: settings.namespaces, staleMs: settings.watchStaleSeconds * 1000, onThrottled },
       {
         kinds: settings.kinds,
         fieldManager,
-        on: new AppEvents(kinds, memory, log),
+        on: new AppEvents(kinds, memory.view, expectations, log),
+        memory,
         reconciler: {
           kinds,
-          ...memory,
+          expectations,
+          ownStatusWrites: memory.ownStatusWrites,
+          deletedChildren: memory.deletedChildren,
           rest,
           events: new EventRecorder(rest, fieldManager, log),
           fieldManager,

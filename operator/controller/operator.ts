@@ -6,9 +6,8 @@ import { OWNER_INDEX, ownerIndex, withOwnManagedFields, withoutManagedFields } f
 import { Controller, ControllerBuilder, Reconcile, WatchContext, WatchSource } from '../runtime/controller.js';
 import { QueueHooks, QueueOptions } from '../runtime/queue.js';
 import { AppEvents, AppWatches } from './app-events.js';
-import { ConflictWatches } from './conflicts.js';
 import { CHILD_NAME_INDEX, childNameIndex, NODE_PORT_INDEX, nodePortIndex, podSummary, replicaSetSummary } from './indexes.js';
-import { NodePortWaits } from './nodeports.js';
+import { ReconcilerMemory } from './memory.js';
 import { added, deploymentRead, notStatusOnly, podRead } from './predicates.js';
 import { CachedResource, CHILD_SELECTOR, Reconciler, ReconcilerDeps } from './reconcile.js';
 
@@ -67,6 +66,8 @@ export interface AppKindWiring {
   readonly kinds: readonly AppKind[];
   readonly fieldManager: string;
   readonly on: AppEvents;
+  /** The reconciler's memory: it builds the conflict and NodePort watches, which the controller starts and stops. */
+  readonly memory: ReconcilerMemory;
   readonly reconciler: ReconcilerNeeds;
   readonly queue: QueueOptions;
   readonly hooks: QueueHooks;
@@ -75,7 +76,7 @@ export interface AppKindWiring {
 /** The app-kind controller: every configured kind's CRs and their children. */
 export function appKindController(
   ctx: WatchContext,
-  { kinds, fieldManager, on, reconciler, queue, hooks }: AppKindWiring,
+  { kinds, fieldManager, on, memory, reconciler, queue, hooks }: AppKindWiring,
 ): Controller<AppWatches> {
   const crs = { transform: withoutManagedFields, indexers: { [NODE_PORT_INDEX]: nodePortIndex, [CHILD_NAME_INDEX]: childNameIndex } };
   // Children keep our own apply entry of managedFields: what we own, to release what render() stops giving.
@@ -89,8 +90,8 @@ export function appKindController(
     .owns('networkPolicies', NETWORK_POLICIES, { ...children, predicates: [notStatusOnly], also: [on.nameTakers] })
     .watches('pods', OUR_PODS, on.podKeys, { ...owned, transform: podSummary, predicates: [podRead] })
     .watches('replicaSets', OUR_REPLICA_SETS, on.replicaSetKey, { ...owned, transform: replicaSetSummary, predicates: [added] })
-    .watchesWhile('conflicts', (ctx, keys, w) => new ConflictWatches(ctx, on.nameTakersOfGone(keys, w)))
-    .watchesWhile('nodePortWaits', (ctx, keys, w) => new NodePortWaits(ctx, on.portTakersOfFreed(keys, w), (key) => keys.retryNow(key)))
+    .watchesWhile('conflicts', (ctx, keys, w) => memory.watchConflicts(ctx, on.nameTakersOfGone(keys, w)))
+    .watchesWhile('nodePortWaits', (ctx, keys, w) => memory.watchNodePorts(ctx, on.portTakersOfFreed(keys, w), (key) => keys.retryNow(key)))
     .complete((w) => reconcilerOf(new Reconciler({ ...reconciler, ...w })), queue, hooks);
 }
 

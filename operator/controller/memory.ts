@@ -1,0 +1,82 @@
+// What the reconciler remembers between reconciles, in one place. A level-based reconcile reads the
+// caches; these facts are what the caches cannot tell, each closing a race between the watches and
+// the reconciler's own writes (each shown by a test that fails without it):
+// - own status writes (OwnStatusWrites): a CR's status change watched back is ours, so it does not cut
+//   a failing CR's backoff short (failure-loop.test.ts), while a status someone else wrote runs the CR
+//   at once (inputs.test.ts); and the status our last write produced while the cache has not shown it,
+//   so a reconcile in between does not write it again (status-writes.test.ts).
+// - deleted children (DeletedChildren): a child's DELETED event can come before its CR's, and a
+//   reconcile in between would create the child again for a CR that no longer exists
+//   (deleted-cr-race.test.ts).
+// - conflict watches (ConflictWatches): an object not ours that blocks a CR is in no label-selected
+//   cache, so its deletion is watched by name while it blocks one (conflict-wait.test.ts).
+// - NodePort waits (NodePortWaits): a Service not ours holding a CR's NodePort is in no cache either,
+//   so every Service is watched while some CR waits for a port (nodeport-wait.test.ts).
+// The reconciler writes and reads them all; the event handlers get a view (MemoryView) that tells the
+// facts what they watched and reads only whether a status write was ours.
+import type { KubernetesObject } from '@kubernetes/client-node';
+import { WatchContext } from '../runtime/controller.js';
+import { ConflictWatches } from './conflicts.js';
+import { DeletedChildren } from './deleted-children.js';
+import { NodePortWaits } from './nodeports.js';
+import { OwnStatusWrites } from './own-status-writes.js';
+
+/** What the event handlers may do with the reconciler's memory. */
+export interface MemoryView {
+  /** Whether the CR `key` at `resourceVersion` is our own status write, watched back. */
+  isOwnStatusWrite(key: string, resourceVersion: string | undefined): boolean;
+  /** The CR `key` (of `uid`) was deleted: nothing of it to remember. */
+  crDeleted(key: string, uid: string | undefined): void;
+  /** A watch event of a child of `kind` (delete: `deleted`). */
+  childObserved(kind: string, obj: KubernetesObject, deleted: boolean): void;
+  /** Whether the CR `key` waits for a NodePort now (Degraded and asking for one). */
+  waitsForNodePort(key: string, waits: boolean): void;
+}
+
+/**
+ * The four facts. The conflict and NodePort watches are built here and registered with the
+ * controller (watchesWhile), which stops them; the reconciler reaches the conflict watches by that
+ * name, the other three tables here.
+ */
+export class ReconcilerMemory implements MemoryView {
+  readonly ownStatusWrites = new OwnStatusWrites();
+  readonly deletedChildren = new DeletedChildren();
+  private nodePortWaits?: NodePortWaits;
+
+  /** The watches of objects blocking a CR (built once, by the controller's watchesWhile). */
+  watchConflicts(ctx: WatchContext, onGone: (obj: KubernetesObject) => void): ConflictWatches {
+    return new ConflictWatches(ctx, onGone);
+  }
+
+  /** The watch of every Service while a CR waits for a NodePort (built once, by the controller's watchesWhile). */
+  watchNodePorts(ctx: WatchContext, onFreed: (ports: number[]) => void, onListed: (key: string) => void): NodePortWaits {
+    return (this.nodePortWaits = new NodePortWaits(ctx, onFreed, onListed));
+  }
+
+  private get portWaits(): NodePortWaits {
+    if (!this.nodePortWaits) throw new Error('reconciler memory: the NodePort watch is not built yet');
+    return this.nodePortWaits;
+  }
+
+  isOwnStatusWrite(key: string, resourceVersion: string | undefined): boolean {
+    return this.ownStatusWrites.isOwn(key, resourceVersion);
+  }
+
+  crDeleted(key: string, uid: string | undefined): void {
+    this.ownStatusWrites.forget(key);
+    this.deletedChildren.ownerDeleted(uid);
+  }
+
+  childObserved(kind: string, obj: KubernetesObject, deleted: boolean): void {
+    this.deletedChildren.observed(kind, obj, deleted);
+  }
+
+  waitsForNodePort(key: string, waits: boolean): void {
+    this.portWaits.observe(key, waits);
+  }
+
+  /** The view the event handlers get. */
+  get view(): MemoryView {
+    return this;
+  }
+}
