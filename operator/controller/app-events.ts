@@ -60,13 +60,13 @@ export class AppEvents {
     if (type === 'delete') this.conflictingWith(keys, w.crs, source.kind, obj);
   };
   /** A Service that gave up NodePorts: the CRs waiting for one (waitingFor). */
-  readonly portTakers: EventHandler<V1Service, AppWatches> = (keys, e, w) =>
+  readonly portWaiters: EventHandler<V1Service, AppWatches> = (keys, e, w) =>
     this.waitingFor(keys, w.crs, freedNodePorts(e.type, e.obj, e.old));
   /** The ConflictWatches' mapping: a watched blocking object is gone. */
   readonly nameTakersOfGone = (keys: KeySink, w: AppWatches) => (obj: KubernetesObject) =>
     this.conflictingWith(keys, w.crs, obj.kind!, obj);
   /** The NodePortWaits' mapping: NodePorts given up by any Service. */
-  readonly portTakersOfFreed = (keys: KeySink, w: AppWatches) => (ports: number[]) => this.waitingFor(keys, w.crs, ports);
+  readonly portWaitersOfFreed = (keys: KeySink, w: AppWatches) => (ports: number[]) => this.waitingFor(keys, w.crs, ports);
 
   /** What a CR event tells the reconciler's memory: a deleted CR's facts go; whether it waits for a NodePort. */
   readonly crObserved = ({ type, obj, source }: WatchEvent<CachedResource>): void => {

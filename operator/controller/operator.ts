@@ -85,13 +85,15 @@ export function appKindController(
   return ControllerBuilder.create<AppWatches>('appkind', ctx)
     .for('crs', kinds.map(crsOf), on.crKey, { ...crs, observe: on.crObserved })
     .owns('deployments', DEPLOYMENTS, { ...children, predicates: [deploymentRead], also: [on.nameTakers] })
-    .owns('services', SERVICES, { ...children, also: [on.portTakers, on.nameTakers] })
+    .owns('services', SERVICES, { ...children, also: [on.portWaiters, on.nameTakers] })
     .owns('podDisruptionBudgets', PDBS, { ...children, predicates: [notStatusOnly], also: [on.nameTakers] })
     .owns('networkPolicies', NETWORK_POLICIES, { ...children, predicates: [notStatusOnly], also: [on.nameTakers] })
     .watches('pods', OUR_PODS, on.podKeys, { ...owned, transform: podSummary, predicates: [podRead] })
     .watches('replicaSets', OUR_REPLICA_SETS, on.replicaSetKey, { ...owned, transform: replicaSetSummary, predicates: [added] })
     .watchesWhile('conflicts', (ctx, keys, w) => memory.watchConflicts(ctx, on.nameTakersOfGone(keys, w)))
-    .watchesWhile('nodePortWaits', (ctx, keys, w) => memory.watchNodePorts(ctx, on.portTakersOfFreed(keys, w), (key) => keys.retryNow(key)))
+    .watchesWhile('nodePortWaits', (ctx, keys, w) =>
+      memory.watchNodePorts(ctx, on.portWaitersOfFreed(keys, w), (key) => keys.retryNow(key)),
+    )
     .complete((w) => reconcilerOf(new Reconciler({ ...reconciler, ...w })), queue, hooks);
 }
 
