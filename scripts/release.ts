@@ -3,8 +3,8 @@
 //                                          (`kubectl apply -f` installs, `kubectl delete -f` removes)
 //   kinds.yaml                             the kinds' CRDs and the operator's RBAC for them alone (after an
 //                                          edit of the kinds ConfigMap: `npm run kinds` applies the same)
-//   appkind-operator-<version>.tgz         the Helm chart (helm install), from the same construct; its folder
-//                                          is chart/appkind-operator/ (tools/release/chart.ts)
+//   appkind-operator-<version>.tgz         the Helm chart charts/appkind-operator (helm install) with this
+//                                          image and these kinds; its folder is chart/appkind-operator/
 //   appkind-operator-<version>.oci.tar     the operator image (podman load / docker load -i)
 //   cdk8s-appkind-<version>.tgz            the construct library's npm package
 //   packages/<target>/                     jsii-pacmak's output for every target: built where this machine
@@ -23,7 +23,7 @@ import { parseArgs } from 'node:util';
 import { ConfigError } from 'appkind-operator/kinds';
 import { withPrefixedSettings } from 'appkind-operator/settings';
 import { normalizeImageName } from '../tools/controlplane/node-images.js';
-import { CHART_NAME, chartFiles } from '../tools/release/chart.js';
+import { CHART_NAME, writeChart } from '../tools/release/chart.js';
 import { bundleProps, installYaml, kindsYaml } from '../tools/release/manifests.js';
 
 const ROOT = join(import.meta.dirname, '..');
@@ -61,16 +61,13 @@ function manifests(image: string, env: NodeJS.ProcessEnv): void {
   say(`install.yaml: operator image ${image}; kinds.yaml: the same kinds' CRDs and RBAC`);
 }
 
-/** The Helm chart: its folder, and the archive `helm package` would make (a gzipped tar of that folder). */
+/** The Helm chart charts/appkind-operator with the release's image and kinds: its folder, and the archive `helm package` would make (a gzipped tar of that folder). */
 function chart(image: string, env: NodeJS.ProcessEnv): void {
   const dir = join(OUT, 'chart', CHART_NAME);
-  for (const [path, text] of Object.entries(chartFiles(bundleProps(env, image), VERSION))) {
-    mkdirSync(join(dir, path, '..'), { recursive: true });
-    writeFileSync(join(dir, path), text);
-  }
+  writeChart(dir, image, bundleProps(env, image).kinds);
   const archive = `${CHART_NAME}-${VERSION}.tgz`;
   execFileSync('tar', ['-czf', join(OUT, archive), '-C', join(OUT, 'chart'), CHART_NAME]);
-  say(`${archive}: the Helm chart (default values: the same objects as install.yaml), its folder chart/${CHART_NAME}/`);
+  say(`${archive}: the Helm chart charts/${CHART_NAME} with this image and these kinds (default values: the objects of install.yaml, less the Namespace --create-namespace makes), its folder chart/${CHART_NAME}/`);
 }
 
 function library(): void {
