@@ -17,7 +17,7 @@ appkind-operator
 {{- end }}
 
 {{/*
-Selector labels of the operator pods. They stay the two labels of the chart's first release: a
+Selector labels of the operator pods: the two of install.yaml and of the chart's first version. A
 Deployment's selector cannot change, so adding the release's instance would break `helm upgrade`.
 */}}
 {{- define "appkind-operator.selectorLabels" -}}
@@ -68,8 +68,8 @@ Refusals that Helm's own checks would make later or not at all, each naming what
 - a second release in the same cluster: ClusterRoles, ClusterRoleBindings, admission policies and
   CRDs are cluster-scoped and named after the operator, and two operators of one kind would fight
   over its CRs, so the chart is installed once a cluster (found by its ClusterRoleBinding);
-- an upgrade that would move the operator to another namespace (a release of the chart's 0.1.0
-  runs it in appkind-system, not in the release's namespace).
+- an upgrade that would move the operator to another namespace (a release of the chart that
+  `npm run release` generated before runs it in appkind-system, not in the release's namespace).
 */}}
 {{- define "appkind-operator.checks" -}}
 {{- $kindObjects := include "appkind-operator.kindObjects" . | fromJson }}
@@ -82,7 +82,7 @@ Refusals that Helm's own checks would make later or not at all, each naming what
 {{- $name := printf "%s-metrics-auth" (include "appkind-operator.name" .) }}
 {{- $binding := lookup "rbac.authorization.k8s.io/v1" "ClusterRoleBinding" "" $name }}
 {{- if $binding }}
-{{- $annotations := $binding.metadata.annotations | default dict }}
+{{- $annotations := get $binding.metadata "annotations" | default dict }}
 {{- $owner := get $annotations "meta.helm.sh/release-name" }}
 {{- $ownerNamespace := get $annotations "meta.helm.sh/release-namespace" }}
 {{- if not $owner }}
@@ -94,7 +94,7 @@ Refusals that Helm's own checks would make later or not at all, each naming what
 {{- $current := (index $binding.subjects 0).namespace }}
 {{- $target := include "appkind-operator.namespace" . }}
 {{- if ne $current $target }}
-{{- fail (printf "release %s runs the operator in namespace %s; this upgrade would move it to %s. To keep it where it is, add --set namespace=%s (and --set createNamespace=true if the chart created that namespace, as its 0.1.0 release did); to move it, helm uninstall (the CRDs, CRs and apps stay) and helm install -n %s" .Release.Name $current $target $current $target) }}
+{{- fail (printf "release %s runs the operator in namespace %s; this upgrade would move it to %s. To keep it where it is, add --set namespace=%s (and --set createNamespace=true if the chart created that namespace, as the generated chart did); to move it, helm uninstall (the CRDs, CRs and apps stay) and helm install -n %s" .Release.Name $current $target $current $target) }}
 {{- end }}
 {{- end }}
 {{- end }}
