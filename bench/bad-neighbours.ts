@@ -1,4 +1,4 @@
-// `npm run bench:bad-neighbours`: does bad input delay the other CRs? (issue 11, bad input.) On a fresh
+// `npm run bench:bad-neighbours`: does bad input delay the other CRs? On a fresh
 // control plane with the operator (compiled, as its ServiceAccount): the time a healthy CR takes to
 // converge on its own (median of --repeat runs), then 50 bad CRs (half asking for a NodePort another CR
 // holds, so every apply fails; half whose Deployment name is taken by a Deployment they do not own), and

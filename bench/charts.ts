@@ -1,6 +1,6 @@
 // The benchmark's growth figures as SVG line charts against N, drawn from bench/results.json beside the
 // tables of docs/benchmark.md (writeResults writes both; `npm run bench:report` redraws both from the file).
-import type { BenchResults, BenchRun } from './report.js';
+import type { BenchResults, BenchRun } from './results.js';
 
 export interface Series {
   readonly label: string;

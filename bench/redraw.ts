@@ -2,7 +2,8 @@
 // from bench/results.json as it is, without running anything.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { type BenchResults, writeResults } from './report.js';
+import { writeResults } from './report.js';
+import type { BenchResults } from './results.js';
 
 const root = join(import.meta.dirname, '..');
 writeResults(root, JSON.parse(readFileSync(join(root, 'bench', 'results.json'), 'utf8')) as BenchResults);

@@ -26,7 +26,8 @@ import { httpGet, waitFor } from '../tools/controlplane/readiness.js';
 import { cpuMeter, cpuMeters, memoryMiB } from './proc.js';
 import { ApiserverRecorder } from './profile.js';
 import { checkSameChildren, goOperatorBinary, startGoOperator } from './go-operator.js';
-import { BenchRun, BenchSettings, FloorRun, GoOperatorRun, isWrite, mediansOf, OperatorRun, ratioOf, Repetition, repetitionOf, table, writeResults, writesPerApp } from './report.js';
+import { isWrite, mediansOf, ratioOf, repetitionOf, table, writeResults, writesPerApp } from './report.js';
+import type { BenchRun, BenchSettings, FloorRun, GoOperatorRun, OperatorRun, Repetition } from './results.js';
 import { freePort } from '../tools/controlplane/ports.js';
 import { buildOperator, kind, NS, OPERATOR_MAIN, OPERATOR_NS, setUpOperator } from './operator-setup.js';
 import { Tracker } from './tracker.js';
@@ -41,7 +42,7 @@ const FLOOR_USER = `system:serviceaccount:${NS}:${FLOOR_SA}`;
 const CR_API = `${kind.group}/${kind.version}`;
 /** The default NodePort range holds 2768 Services; wider runs need a wider range (a real cluster too). */
 const WIDE_NODE_PORTS = '30000-39999';
-/** The kind's new default image of the rollout phase (issue 11 item 6). */
+/** The kind's new default image of the rollout phase */
 const ROLLOUT_IMAGE = 'takeyan/flask:0.0.4';
 const rolloutKind = { ...kind, image: ROLLOUT_IMAGE };
 
@@ -343,7 +344,7 @@ const CHILD_SELECTOR = `${ContainerApp.MANAGED_BY_LABEL}=${ContainerApp.DEFAULT_
 const OPERATOR_FIELD_MANAGER = 'appkind-operator';
 
 /**
- * The CR floor (issue 25 item 1): the least work any CR-based operator makes the control plane do,
+ * The CR floor: the least work any CR-based operator makes the control plane do,
  * at the best latency. On its own fresh control plane, with the operator's CRD, RBAC and identity:
  * the bench creates the N CRs (then patches their size) at the same concurrency as in the operator's
  * run; a plain client under the operator's ServiceAccount server-side applies, as each CR's create or
@@ -477,7 +478,7 @@ const metricSum = (text: string, name: string) =>
   text.split('\n').filter((l) => l.startsWith(name) && (l[name.length] === '{' || l[name.length] === ' ')).reduce((t, l) => t + Number(l.split(' ').pop()), 0);
 
 /**
- * Start and restart at N converged CRs (issue 25 item 4): the process is started again on a control
+ * Start and restart at N converged CRs: the process is started again on a control
  * plane whose N CRs are converged, and timed from its spawn until its caches are synced and every CR
  * was checked: at least N reconciles counted (controller_runtime_reconcile_total, which both operators
  * export) and the work queue empty. Its writes meanwhile come from the audit log (Leases left out).
@@ -596,12 +597,12 @@ async function operatorRun(n: number, s: Settings, onExit: (code: number | null)
       const rssPeakMiB = memoryMiB(pid, 'VmHWM');
       const cpuTotalSeconds = operatorCpu();
 
-      // Restart on N converged CRs: to caches synced and every CR checked, with no write (issue 25 item 4).
+      // Restart on N converged CRs: to caches synced and every CR checked, with no write.
       onExit(await op.stop());
       const restarted = await timedRestart('operator', n, `http://127.0.0.1:${port}/metrics`, () => startOperator(env, port, s, `operator-${n}-restart`));
       op = restarted.proc;
 
-      // Kind-settings rollout (issue 11 item 6): the operator restarted with a new default image;
+      // Kind-settings rollout: the operator restarted with a new default image;
       // until every CR shows it (Ready flipped back to True after the restart, rollout complete)
       // and every Deployment runs the new image with all replicas ready.
       let rollout: OperatorRun['rollout'];
@@ -697,7 +698,7 @@ async function goOperatorRun(n: number, s: Settings, binary: string): Promise<Go
       const tEndIso = at();
       const rssPeakMiB = memoryMiB(op.pid, 'VmHWM');
 
-      // Restart on N converged CRs, timed as the operator's (issue 25 item 4).
+      // Restart on N converged CRs, timed as the operator's.
       const code = await op.stop();
       if (code !== 0) log(`bench: Go operator exited with ${code}`);
       const restarted = await timedRestart('Go operator', n, `http://127.0.0.1:${port}/metrics`, () => startGoOperator(binary, kind, env, { metrics: port, health }));
@@ -734,7 +735,7 @@ async function goOperatorRun(n: number, s: Settings, binary: string): Promise<Go
   }
 }
 
-/** The run with unrelated objects over the one without (issue 25 item 3's goal: each within 1.1). */
+/** The run with unrelated objects over the one without (the goal: each within 1.1). */
 function unrelatedRatios(u: OperatorRun, o: OperatorRun): NonNullable<BenchRun['ratios']['unrelated']> {
   return {
     rssIdle: ratioOf(u.rssMiB.idle, o.rssMiB.idle),

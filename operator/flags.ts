@@ -1,34 +1,23 @@
+// The operator's command line: flags that set the settings' environment variables, and the usage text.
 import { parseArgs } from 'node:util';
 import { ConfigError } from './kinds/config.js';
-import { DEFAULT_HEALTH_PORT, DEFAULT_METRICS_PORT, DEFAULT_WORKERS } from './settings.js';
+import { OPERATOR_SETTINGS, SettingRow } from 'cdk8s-appkind/build/operator-settings.js';
 
-/** Command-line flags and the environment variables they set (a flag wins over the variable). */
-const FLAGS = {
-  config: { env: 'APPKIND_CONFIG', help: 'YAML/JSON file listing the kinds' },
-  namespace: { env: 'APPKIND_WATCH_NAMESPACE', help: 'namespace to watch (repeat or comma-separate; default all)' },
-  workers: { env: 'APPKIND_WORKERS', help: `parallel reconciles (default ${DEFAULT_WORKERS})` },
-  'field-manager': { env: 'APPKIND_FIELD_MANAGER', help: 'server-side apply field manager (default appkind-operator)' },
-  'log-level': { env: 'APPKIND_LOG_LEVEL', help: 'debug, info, warn or error (default info)' },
-  'leader-elect': { env: 'APPKIND_LEADER_ELECT', help: 'true to elect a leader on a Lease (default false)' },
-  'metrics-port': { env: 'APPKIND_METRICS_PORT', help: `port for /metrics (default ${DEFAULT_METRICS_PORT}; 0 any, -1 off)` },
-  'metrics-secure': {
-    env: 'APPKIND_METRICS_SECURE',
-    help: 'false: plain HTTP /metrics without authentication (default true: HTTPS, TokenReview + SubjectAccessReview)',
-  },
-  'metrics-cert-dir': {
-    env: 'APPKIND_METRICS_CERT_DIR',
-    help: 'folder with tls.crt and tls.key for /metrics (default a self-signed certificate)',
-  },
-  'health-port': {
-    env: 'APPKIND_HEALTH_PORT',
-    help: `port for /healthz and /readyz, plain HTTP (default ${DEFAULT_HEALTH_PORT}; 0 any, -1 off)`,
-  },
-} as const;
+/** Command-line flags and the environment variables they set (a flag wins over the variable), from the settings table. */
+const FLAGS: Record<string, SettingRow & { readonly default?: unknown }> = Object.fromEntries(
+  Object.values(OPERATOR_SETTINGS as Record<string, SettingRow>)
+    .filter((row) => row.flag)
+    .map((row) => [row.flag!, row]),
+);
+
+/** A flag's line of help: the table's words, and its default when it has one. */
+const helpOf = (row: SettingRow & { readonly default?: unknown }) =>
+  row.default === undefined ? row.help : `${row.help} (default ${String(row.default)})`;
 
 export const USAGE = [
   'Usage: appkind-operator [flags]   (npm run operator -- [flags])',
   'Every flag can also be set through the environment variable in brackets.',
-  ...Object.entries(FLAGS).map(([flag, f]) => `  --${flag.padEnd(16)} ${f.help} [${f.env}]`),
+  ...Object.entries(FLAGS).map(([flag, f]) => `  --${flag.padEnd(16)} ${helpOf(f)} [${f.env}]`),
   '  --help             this text',
 ].join('\n');
 

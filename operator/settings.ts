@@ -1,4 +1,7 @@
+// The operator's settings, read from the environment by the rows of the settings table
+// (cdk8s-appkind's operator-settings.ts), each checked and named in the error when it is wrong.
 import { AppKind } from 'cdk8s-appkind';
+import { BoolRow, ChoiceRow, IntRow, OPERATOR_SETTINGS, TextRow } from 'cdk8s-appkind/build/operator-settings.js';
 import { ConfigError, loadAppKinds, watchNamespaces } from './kinds/config.js';
 import type { LogLevel } from './runtime/log.js';
 import { withPrefixedSettings } from './settings-env.js';
@@ -85,14 +88,14 @@ export interface OperatorSettings {
   readonly deprecations: string[];
 }
 
-export const DEFAULT_WORKERS = 8;
-export const DEFAULT_STATUS_INTERVAL_MS = 60_000;
-export const DEFAULT_DEGRADED_RETRY_SECONDS = 60;
-/** kubebuilder's secure metrics port; the probes stay on their own plain HTTP port. */
-export const DEFAULT_METRICS_PORT = 8443;
-export const DEFAULT_HEALTH_PORT = 8081;
+const S = OPERATOR_SETTINGS;
+export const DEFAULT_WORKERS = S.workers.default;
+export const DEFAULT_STATUS_INTERVAL_MS = S.statusIntervalMs.default;
+export const DEFAULT_DEGRADED_RETRY_SECONDS = S.degradedRetrySeconds.default;
+export const DEFAULT_METRICS_PORT = S.metricsPort.default;
+export const DEFAULT_HEALTH_PORT = S.healthPort.default;
 
-function intSetting(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+function intSetting(env: NodeJS.ProcessEnv, { env: name, default: fallback, min, max }: IntRow): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const n = Number(raw);
@@ -102,12 +105,23 @@ function intSetting(env: NodeJS.ProcessEnv, name: string, fallback: number, min:
   return n;
 }
 
-function boolSetting(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+function boolSetting(env: NodeJS.ProcessEnv, { env: name, default: fallback }: BoolRow): boolean {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   if (/^(1|true|yes|on)$/i.test(raw)) return true;
   if (/^(0|false|no|off)$/i.test(raw)) return false;
   throw new ConfigError(`${name}="${raw}" is not a boolean; use true or false`);
+}
+
+function choiceSetting(env: NodeJS.ProcessEnv, { env: name, default: fallback, values }: ChoiceRow): string {
+  const raw = env[name];
+  const value = (raw || fallback).toLowerCase();
+  if (!values.includes(value)) throw new ConfigError(`${name}="${raw}" is not one of ${values.join(', ')}`);
+  return value;
+}
+
+function textSetting(env: NodeJS.ProcessEnv, { env: name, default: fallback }: TextRow): string | undefined {
+  return env[name] || fallback;
 }
 
 function configMapOf(raw: string | undefined, podNamespace: string | undefined): OperatorSettings['configMap'] {
@@ -122,33 +136,29 @@ function configMapOf(raw: string | undefined, podNamespace: string | undefined):
 /** Reads the settings from the environment; throws ConfigError naming the variable on bad input. */
 export function loadSettings(given: NodeJS.ProcessEnv = process.env): OperatorSettings {
   const { env, deprecations } = withPrefixedSettings(given);
-  const logLevel = (env.APPKIND_LOG_LEVEL || 'info').toLowerCase();
-  if (!['debug', 'info', 'warn', 'error'].includes(logLevel)) {
-    throw new ConfigError(`APPKIND_LOG_LEVEL="${env.APPKIND_LOG_LEVEL}" is not one of debug, info, warn, error`);
-  }
   const settings: OperatorSettings = {
     kinds: loadAppKinds(env),
     namespaces: watchNamespaces(env),
-    workers: intSetting(env, 'APPKIND_WORKERS', DEFAULT_WORKERS, 1, 64),
-    statusIntervalMs: intSetting(env, 'APPKIND_STATUS_INTERVAL_MS', DEFAULT_STATUS_INTERVAL_MS, 0, 3_600_000),
-    fieldManager: env.APPKIND_FIELD_MANAGER || 'appkind-operator',
-    logLevel: logLevel as LogLevel,
-    metricsPort: intSetting(env, 'APPKIND_METRICS_PORT', DEFAULT_METRICS_PORT, -1, 65535),
-    healthPort: intSetting(env, 'APPKIND_HEALTH_PORT', DEFAULT_HEALTH_PORT, -1, 65535),
-    metricsSecure: boolSetting(env, 'APPKIND_METRICS_SECURE', true),
-    metricsCertDir: env.APPKIND_METRICS_CERT_DIR || undefined,
-    leaderElect: boolSetting(env, 'APPKIND_LEADER_ELECT', false),
-    leaseName: env.APPKIND_LEASE_NAME || 'appkind-operator',
-    leaseNamespace: env.APPKIND_LEASE_NAMESPACE || env.APPKIND_POD_NAMESPACE || undefined,
-    leaseDurationSeconds: intSetting(env, 'APPKIND_LEASE_DURATION_SECONDS', 15, 1, 3600),
-    renewDeadlineSeconds: intSetting(env, 'APPKIND_RENEW_DEADLINE_SECONDS', 10, 1, 3600),
-    retryPeriodSeconds: intSetting(env, 'APPKIND_RETRY_PERIOD_SECONDS', 2, 1, 3600),
-    identity: env.APPKIND_POD_NAME || undefined,
-    shutdownGraceSeconds: intSetting(env, 'APPKIND_SHUTDOWN_GRACE_SECONDS', 20, 0, 3600),
-    watchStaleSeconds: intSetting(env, 'APPKIND_WATCH_STALE_SECONDS', 300, 5, 86400),
-    degradedRetrySeconds: intSetting(env, 'APPKIND_DEGRADED_RETRY_SECONDS', DEFAULT_DEGRADED_RETRY_SECONDS, 1, 3600),
-    configFile: env.APPKIND_CONFIG || undefined,
-    configMap: configMapOf(env.APPKIND_CONFIG_MAP, env.APPKIND_POD_NAMESPACE),
+    workers: intSetting(env, S.workers),
+    statusIntervalMs: intSetting(env, S.statusIntervalMs),
+    fieldManager: textSetting(env, S.fieldManager)!,
+    logLevel: choiceSetting(env, S.logLevel) as LogLevel,
+    metricsPort: intSetting(env, S.metricsPort),
+    healthPort: intSetting(env, S.healthPort),
+    metricsSecure: boolSetting(env, S.metricsSecure),
+    metricsCertDir: textSetting(env, S.metricsCertDir),
+    leaderElect: boolSetting(env, S.leaderElect),
+    leaseName: textSetting(env, S.leaseName)!,
+    leaseNamespace: textSetting(env, S.leaseNamespace) ?? textSetting(env, S.podNamespace),
+    leaseDurationSeconds: intSetting(env, S.leaseDurationSeconds),
+    renewDeadlineSeconds: intSetting(env, S.renewDeadlineSeconds),
+    retryPeriodSeconds: intSetting(env, S.retryPeriodSeconds),
+    identity: textSetting(env, S.identity),
+    shutdownGraceSeconds: intSetting(env, S.shutdownGraceSeconds),
+    watchStaleSeconds: intSetting(env, S.watchStaleSeconds),
+    degradedRetrySeconds: intSetting(env, S.degradedRetrySeconds),
+    configFile: textSetting(env, S.config),
+    configMap: configMapOf(textSetting(env, S.configMap), textSetting(env, S.podNamespace)),
     deprecations,
   };
   if (settings.metricsSecure && settings.metricsPort > 0 && settings.metricsPort === settings.healthPort) {

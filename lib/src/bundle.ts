@@ -4,6 +4,7 @@ import { Construct } from 'constructs';
 import { addChildAdmissionPolicies } from './admission-policy';
 import { AppKind } from './appkind';
 import { AppKindCrd } from './crd';
+import { OPERATOR_SETTINGS as SETTINGS, SettingRow } from './operator-settings';
 import { ImagePullPolicy, ResourceList, ResourceRequirements } from './resources';
 
 /** APPKIND_LOG_LEVEL of the operator. */
@@ -27,8 +28,8 @@ const DEFAULT_OPERATOR_NAME = 'appkind-operator';
 /** The user the image runs as (distroless "nonroot"); the Dockerfile uses the same. */
 const OPERATOR_UID = 65532;
 /** Container ports of the operator: /metrics over HTTPS (kubebuilder's 8443), the probes over plain HTTP. */
-const METRICS_PORT = 8443;
-const HEALTH_PORT = 8081;
+const METRICS_PORT = SETTINGS.metricsPort.default;
+const HEALTH_PORT = SETTINGS.healthPort.default;
 /** Where the metrics certificate Secret is mounted (APPKIND_METRICS_CERT_DIR), when one is given: beside the kinds ConfigMap's folder, not inside it (a mount inside a ConfigMap volume makes runc create its mount point in that volume). */
 const METRICS_CERT_DIR = '/etc/appkind-metrics-cert';
 /** Where the kinds ConfigMap is mounted, and its one key: the operator reads APPKIND_CONFIG there and again at every change. */
@@ -238,6 +239,8 @@ function quantities(list: ResourceList | undefined): { [name: string]: k8s.Quant
   return out;
 }
 
+const shutdownGraceSeconds = (props: OperatorBundleProps) => props.shutdownGraceSeconds ?? SETTINGS.shutdownGraceSeconds.default;
+
 /**
  * Everything a cluster admin applies to run the operator in-cluster: the CRDs, an optional
  * Namespace, a ServiceAccount, least-privilege RBAC (a ClusterRole when watching all namespaces,
@@ -385,28 +388,28 @@ export class OperatorBundle extends Construct {
     });
   }
 
-  /** Same variables as a local run (operator/settings.ts), so one configuration story fits both. */
+  /** Same variables and defaults as a local run (the table in operator-settings.ts), so one configuration story fits both. */
   private env(props: OperatorBundleProps): k8s.EnvVar[] {
-    const fromField = (name: string, fieldPath: string): k8s.EnvVar => ({ name, valueFrom: { fieldRef: { fieldPath } } });
-    const value = (name: string, v: string | number): k8s.EnvVar => ({ name, value: String(v) });
+    const fromField = (row: SettingRow, fieldPath: string): k8s.EnvVar => ({ name: row.env, valueFrom: { fieldRef: { fieldPath } } });
+    const value = (row: SettingRow, v: string | number | boolean): k8s.EnvVar => ({ name: row.env, value: String(v) });
     return [
-      value('APPKIND_CONFIG', `${KINDS_DIR}/${KINDS_KEY}`),
-      value('APPKIND_CONFIG_MAP', this.kindsConfigMap.name),
-      value('APPKIND_WATCH_NAMESPACE', (props.watchNamespaces ?? []).join(',')),
-      value('APPKIND_WORKERS', props.workers ?? 8),
-      value('APPKIND_LOG_LEVEL', props.logLevel ?? LogLevel.INFO),
-      value('APPKIND_METRICS_PORT', METRICS_PORT),
-      ...(props.metricsCertSecret ? [value('APPKIND_METRICS_CERT_DIR', METRICS_CERT_DIR)] : []),
-      value('APPKIND_HEALTH_PORT', HEALTH_PORT),
-      value('APPKIND_LEADER_ELECT', 'true'),
-      value('APPKIND_LEASE_NAME', this.name),
-      value('APPKIND_LEASE_DURATION_SECONDS', props.leaseDurationSeconds ?? 15),
-      value('APPKIND_RENEW_DEADLINE_SECONDS', props.renewDeadlineSeconds ?? 10),
-      value('APPKIND_RETRY_PERIOD_SECONDS', props.retryPeriodSeconds ?? 2),
-      value('APPKIND_SHUTDOWN_GRACE_SECONDS', props.shutdownGraceSeconds ?? 20),
-      // The Lease lives in the pod's namespace (settings.ts), which is where the lease Role grants access.
-      fromField('APPKIND_POD_NAME', 'metadata.name'),
-      fromField('APPKIND_POD_NAMESPACE', 'metadata.namespace'),
+      value(SETTINGS.config, `${KINDS_DIR}/${KINDS_KEY}`),
+      value(SETTINGS.configMap, this.kindsConfigMap.name),
+      value(SETTINGS.namespaces, (props.watchNamespaces ?? []).join(',')),
+      value(SETTINGS.workers, props.workers ?? SETTINGS.workers.default),
+      value(SETTINGS.logLevel, props.logLevel ?? SETTINGS.logLevel.default),
+      value(SETTINGS.metricsPort, METRICS_PORT),
+      ...(props.metricsCertSecret ? [value(SETTINGS.metricsCertDir, METRICS_CERT_DIR)] : []),
+      value(SETTINGS.healthPort, HEALTH_PORT),
+      value(SETTINGS.leaderElect, true),
+      value(SETTINGS.leaseName, this.name),
+      value(SETTINGS.leaseDurationSeconds, props.leaseDurationSeconds ?? SETTINGS.leaseDurationSeconds.default),
+      value(SETTINGS.renewDeadlineSeconds, props.renewDeadlineSeconds ?? SETTINGS.renewDeadlineSeconds.default),
+      value(SETTINGS.retryPeriodSeconds, props.retryPeriodSeconds ?? SETTINGS.retryPeriodSeconds.default),
+      value(SETTINGS.shutdownGraceSeconds, shutdownGraceSeconds(props)),
+      // The Lease lives in the pod's namespace (operator/settings.ts), which is where the lease Role grants access.
+      fromField(SETTINGS.identity, 'metadata.name'),
+      fromField(SETTINGS.podNamespace, 'metadata.namespace'),
     ];
   }
 
@@ -427,7 +430,7 @@ export class OperatorBundle extends Construct {
           serviceAccountName: this.serviceAccount.name,
           automountServiceAccountToken: true,
           // Longer than APPKIND_SHUTDOWN_GRACE_SECONDS so in-flight reconciles finish and the lease is released.
-          terminationGracePeriodSeconds: (props.shutdownGraceSeconds ?? 20) + 10,
+          terminationGracePeriodSeconds: shutdownGraceSeconds(props) + 10,
           securityContext: {
             runAsNonRoot: true,
             runAsUser: OPERATOR_UID,

@@ -7,7 +7,7 @@
 // collector then deletes it a second time). A child known to be deleted is the sign: before creating
 // it again, the reconciler reads the CR from the API server (Reconciler.goneMeanwhile).
 import { KubernetesObject } from '@kubernetes/client-node';
-import { controllerOf } from './reconcile.js';
+import { controllerOf } from '../runtime/ref.js';
 
 export class DeletedChildren {
   /** CR uid -> kinds of its children seen deleted and not seen added since. */

@@ -9,7 +9,7 @@ import {
   V1ReplicaSet,
   V1Service,
 } from '@kubernetes/client-node';
-import { podProblemKey } from './kubelet.js';
+import { podProblemKey } from './pod-problems.js';
 import { ContainerApp } from 'cdk8s-appkind';
 import { refKey } from '../runtime/ref.js';
 

@@ -7,10 +7,9 @@ import { Controller, ControllerBuilder, KeySink, WatchEvent, WatchSource } from 
 import { EventRecorder } from '../runtime/events.js';
 import { Expectations } from '../runtime/expectations.js';
 import { KubeAccess } from '../runtime/kubeconfig.js';
-import { describeObject } from '../runtime/kube.js';
 import { Logger } from '../runtime/log.js';
 import { OperatorMetrics, queueHooks } from '../runtime/metrics.js';
-import { refKey, refOf } from '../runtime/ref.js';
+import { controllerOf, describeObject, refKey, refOf } from '../runtime/ref.js';
 import { RestClient } from '../runtime/rest.js';
 import { OperatorSettings } from '../settings.js';
 import {
@@ -28,7 +27,7 @@ import {
 import { ConflictWatches } from './conflicts.js';
 import { DeletedChildren } from './deleted-children.js';
 import { NodePortWaits } from './nodeports.js';
-import { CachedResource, CHILD_SELECTOR, controllerOf, Reconciler } from './reconcile.js';
+import { CachedResource, CHILD_SELECTOR, Reconciler } from './reconcile.js';
 import { RenderCache } from './render-cache.js';
 import { StatusPacer } from './status-pacer.js';
 import { OwnStatusWrites } from './own-status-writes.js';

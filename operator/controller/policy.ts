@@ -1,3 +1,5 @@
+// What the reconciler refuses to apply for a CR, beyond what the CRD checks: images the kind does not
+// allow, and specs outside the bounds the CRD states (a CRD installed by hand may lack its rules).
 import { AppKind, AppKindCrd, ImagePolicy, ServiceType } from 'cdk8s-appkind';
 import { AppResource } from '../kinds/render.js';
 import { ReconcileFailure } from './status.js';

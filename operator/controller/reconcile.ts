@@ -1,14 +1,16 @@
+// The reconciler: one CR's children applied from what render() gives, the ones no longer rendered pruned,
+// and its status written; level-based, reading everything from the caches each time.
 import { KubernetesObject, V1Deployment, V1OwnerReference, V1Pod, V1ReplicaSet, V1Service } from '@kubernetes/client-node';
 import { AppKind, ContainerApp, ContainerAppProps } from 'cdk8s-appkind';
 import { AppResource, appPropsFor, KubeObject } from '../kinds/render.js';
-import { appliedFieldsOf, drift as driftOf, firstReleased } from './apply.js';
+import { appliedFieldsOf, drift as driftOf, firstReleased } from './diff.js';
 import { CacheReader, OWNER_INDEX } from '../runtime/cache.js';
 import { ConflictTracker } from './conflicts.js';
 import type { DeletedChildren } from './deleted-children.js';
 import { Expectations } from '../runtime/expectations.js';
-import { parseRefKey, refKey, refOf } from '../runtime/ref.js';
+import { controllerOf, describeObject, parseRefKey, refKey, refOf } from '../runtime/ref.js';
 import { EventRecorder } from '../runtime/events.js';
-import { apiFailure, ApiFailure, describeObject } from '../runtime/kube.js';
+import { apiFailure, ApiFailure } from '../runtime/api-failure.js';
 import { Logger, reconcileFields } from '../runtime/log.js';
 import { imagePolicyFailure, specBoundsFailure } from './policy.js';
 import { HandlerResult } from '../runtime/queue.js';
@@ -80,11 +82,6 @@ function nameConflict(obj: KubeObject, cr: CachedResource): ReconcileFailure {
     reason: 'NameConflict',
     message: `${describeObject(obj)} already exists and is not owned by ${cr.kind} ${cr.metadata.namespace}/${cr.metadata.name}; delete or rename it, or rename the ${cr.kind}`,
   };
-}
-
-/** The controller ownerReference of an object, if any. */
-export function controllerOf(obj: KubernetesObject): V1OwnerReference | undefined {
-  return obj.metadata?.ownerReferences?.find((r) => r.controller);
 }
 
 /**

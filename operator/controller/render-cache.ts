@@ -1,3 +1,4 @@
+// render() per CR, remembered until the CR changes: what a reconcile applies and what its status reads.
 import { AppKind, ContainerAppProps } from 'cdk8s-appkind';
 import { AppResource, appPropsFor, KubeObject, render } from '../kinds/render.js';
 import { ObjectRef, refKey, refOf } from '../runtime/ref.js';

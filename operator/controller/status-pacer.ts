@@ -1,3 +1,4 @@
+// When a CR's status is written: at once when something a user acts on changed, else coalesced.
 import { AppStatus, ROLLOUT_REASONS } from './status.js';
 
 /**

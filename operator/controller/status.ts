@@ -1,5 +1,5 @@
 import { V1Deployment, V1Pod, V1Service } from '@kubernetes/client-node';
-import { KUBELET_FAILURE_REASONS, podProblem } from './kubelet.js';
+import { KUBELET_FAILURE_REASONS, podProblem } from './pod-problems.js';
 
 export type ConditionType = 'Ready' | 'Progressing' | 'Degraded';
 

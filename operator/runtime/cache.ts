@@ -1,5 +1,8 @@
+// What a reconciler reads of the informers: one resource's objects across namespaces, the owner index,
+// and objects trimmed of the managedFields the operator never reads.
 import { KubernetesObject } from '@kubernetes/client-node';
 import { Informer } from './informer.js';
+import { controllerOf } from './ref.js';
 
 /** What a reconciler reads of a cache: an object by name, objects by index. */
 export interface CacheReader<T extends KubernetesObject = KubernetesObject> {
@@ -43,7 +46,7 @@ export class ResourceCache<T extends KubernetesObject = KubernetesObject> implem
 export const OWNER_INDEX = 'owner';
 
 export function ownerIndex(obj: KubernetesObject): string[] {
-  const uid = obj.metadata?.ownerReferences?.find((r) => r.controller)?.uid;
+  const uid = controllerOf(obj)?.uid;
   return uid ? [uid] : [];
 }
 /** The object without managedFields, which the operator never reads and which is most of its size. */

@@ -1,5 +1,7 @@
+// Kubernetes Events about the objects the operator reconciles, aggregated and rate-limited as
+// client-go's EventCorrelator does.
 import { CoreV1Event, KubernetesObject } from '@kubernetes/client-node';
-import { apiFailure } from './kube.js';
+import { apiFailure } from './api-failure.js';
 import { Logger } from './log.js';
 import { TokenBucket } from './queue.js';
 import { MERGE_PATCH, resourcePath, RestClient } from './rest.js';

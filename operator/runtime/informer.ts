@@ -1,5 +1,8 @@
+// A list+watch cache of one resource: lists in pages, watches from the list's resourceVersion, resumes
+// or relists after errors, and tells handlers of each change.
 import { KubernetesObject } from '@kubernetes/client-node';
-import { apiFailure, objectKey } from './kube.js';
+import { apiFailure } from './api-failure.js';
+import { objectKey } from './ref.js';
 import { sleep } from './sleep.js';
 import { Logger } from './log.js';
 import { resourcePath, RestClient } from './rest.js';

@@ -1,7 +1,7 @@
 // Leader election on a coordination.k8s.io/v1 Lease, as client-go's leaderelection package does it,
 // so that of several operator replicas exactly one reconciles at a time.
 import { V1Lease } from '@kubernetes/client-node';
-import { apiFailure } from './kube.js';
+import { apiFailure } from './api-failure.js';
 import { Logger, silentLogger } from './log.js';
 import { ApiError, RestClient } from './rest.js';
 import { throttleDelayMs } from './throttle.js';

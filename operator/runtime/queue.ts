@@ -2,8 +2,8 @@
 // once, processed by at most one worker at a time, and a key added while it is being processed runs
 // once more afterwards. Failures requeue the key with per-key exponential backoff.
 //
-// Two tiers, so that failing keys never delay the others (issue 11: "a healthy CR created after 50
-// bad ones converges as fast as on its own"). Keys added by events (`add()`, `addAfter()`, and a
+// Two tiers, so that failing keys never delay the others (a healthy CR created after 50 bad ones
+// converges as fast as on its own). Keys added by events (`add()`, `addAfter()`, and a
 // handler's `requeueAfterMs`) wait in the event tier; keys back from a failure's backoff wait in the
 // retry tier, and a worker takes the oldest event key first. With one FIFO, 50 CRs failing at once
 // put their first retries (5 ms doubling) ahead of a healthy CR created right after them.

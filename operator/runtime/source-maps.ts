@@ -3,8 +3,8 @@
 // Some dependencies ship each compiled file with its source map appended as a base64 data URL
 // (cdk8s-plus-27's imports/k8s.js: 1.9 MB of its 2.5 MB). V8 keeps every module's source text, map
 // included, for lazy compilation, and copies the map's URL out of it once more (the script's
-// sourceMappingURL): ~5.8 MiB of the idle operator's 21 MiB of JavaScript heap (heap snapshot,
-// 2026-12-05). The operator never reads them: Node applies source maps only with
+// sourceMappingURL): ~5.8 MiB of the idle operator's 21 MiB of JavaScript heap (a heap
+// snapshot). The operator never reads them: Node applies source maps only with
 // --enable-source-maps, and stack traces name the compiled files either way.
 import { registerHooks } from 'node:module';
 

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { KubeConfig, KubernetesObject, V1Service } from '@kubernetes/client-node';
 import { SAMPLE_KIND } from '../../operator/kinds/config.js';
-import { controllerOf } from '../../operator/controller/reconcile.js';
+import { controllerOf } from '../../operator/runtime/ref.js';
 import { RestClient } from '../../operator/runtime/rest.js';
 import { createTestNamespace, crObject, eventually, foreignDeployment, sharedCluster } from './cluster.js';
 import { installCrds, installOperatorIdentity, OperatorProcess } from './operator-process.js';

@@ -10,7 +10,7 @@ import { SAMPLE_KIND } from '../../operator/kinds/config.js';
 import { backoffDelay } from '../../operator/runtime/queue.js';
 import { RestClient } from '../../operator/runtime/rest.js';
 import { crObject, eventually, readSharedAuditLog } from './cluster.js';
-import { DenyingWebhook } from './denying-webhook.js';
+import { AdmissionWebhook } from './admission-webhook.js';
 import { OPERATOR_SA, OperatorProcess, startOperatorTest } from './operator-process.js';
 
 type Condition = { type: string; status: string; reason: string; message: string };
@@ -26,7 +26,7 @@ const WINDOW_MS = 30_000;
 let rest: RestClient;
 let ns: string;
 let operator: OperatorProcess;
-let webhook: DenyingWebhook | undefined;
+let webhook: AdmissionWebhook | undefined;
 
 const condition = async (name: string, type: string) =>
   (await rest.get<Resource>(crObject(kind, ns, name)))?.status?.conditions?.find((c) => c.type === type);
@@ -49,7 +49,7 @@ function reconcileBound(elapsedMs: number, capMs: number): number {
 
 beforeAll(async () => {
   ({ rest, ns, operator } = await startOperatorTest('failloop', [kind], { APPKIND_DEGRADED_RETRY_SECONDS: String(RETRY_SECONDS) }));
-  webhook = await DenyingWebhook.start(rest, `deny-deployments-${ns}`, ns, { group: 'apps', version: 'v1', plural: 'deployments' });
+  webhook = await AdmissionWebhook.start(rest, `deny-deployments-${ns}`, ns, { group: 'apps', version: 'v1', plural: 'deployments' });
   // The API server picks a new webhook configuration up a moment after it is written: wait until it denies.
   const probe = { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'probe', namespace: ns },
     spec: { selector: { matchLabels: { a: 'b' } }, template: { metadata: { labels: { a: 'b' } }, spec: { containers: [{ name: 'c', image: 'x' }] } } } };

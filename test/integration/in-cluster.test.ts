@@ -20,6 +20,7 @@ import { waitFor } from '../../tools/controlplane/readiness.js';
 import { apiserverWithAdmissionPlugins } from './apiserver-flags.js';
 import { operatorPod, podKinds, readBundle, synthBundle } from './bundle-file.js';
 import { configMapFiles } from './operator-container.js';
+import { AdmissionWebhook } from './admission-webhook.js';
 import { crObject } from './cluster.js';
 import { LogLine, metricValue, OperatorProcess } from './operator-process.js';
 
@@ -447,11 +448,26 @@ describe('the operator as the bundle\'s ServiceAccount, all namespaces, leader e
 
   test('graceful shutdown: SIGTERM while reconciles are in flight finishes them, logs "stopped", exits 0 and leaves the Lease free', async () => {
     const busy = await newNamespace('busy');
+    // Each Deployment apply of the namespace is held 3 s at admission, so the reconcile whose start
+    // the test waits for is still in flight when SIGTERM lands, however fast the machine is.
+    const hold = await AdmissionWebhook.start(rest, `hold-deployments-${busy}`, busy, { group: 'apps', version: 'v1', plural: 'deployments' }, { allowAfterMs: 3000 });
+    const probe = { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'probe', namespace: busy },
+      spec: { selector: { matchLabels: { app: 'probe' } }, template: { metadata: { labels: { app: 'probe' } }, spec: { containers: [{ name: 'c', image: 'probe' }] } } } };
+    // The API server picks a new webhook configuration up a moment after it is written.
+    await eventually('the webhook holds Deployment writes', async () => {
+      const path = await rest.path(probe.apiVersion, probe.kind, busy, probe.metadata.name);
+      await rest.request('PATCH', path, { body: probe, contentType: APPLY_PATCH, query: { fieldManager: 'test-user', dryRun: 'All' } });
+      return hold.calls.length > 0;
+    });
     const names = Array.from({ length: 30 }, (_, i) => `app-${i}`);
     const created = Promise.all(names.map((n) => applyCr(busy, n, 1)));
-    await c.waitForLog((l) => l.msg === 'reconcile started' && String(l.key).includes(`/${busy}/`), 60_000);
-    expect(await c.stop('SIGTERM')).toBe(0);
-    await created;
+    try {
+      await c.waitForLog((l) => l.msg === 'reconcile started' && String(l.key).includes(`/${busy}/`), 60_000);
+      expect(await c.stop('SIGTERM')).toBe(0);
+      await created;
+    } finally {
+      await hold.stop();
+    }
 
     const shutting = c.logs.find((l) => l.msg === 'shutting down')!;
     console.log(`SIGTERM with ${String(shutting.inFlight)} reconciles in flight and ${String(shutting.queued)} queued; exited after ${seconds(OperatorProcess.timeOf(c.logs.find((l) => l.msg === 'stopped')!) - OperatorProcess.timeOf(shutting))}s`);

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { CoreV1Api, KubernetesObject, V1Deployment, V1ReplicaSet, V1Service } from '@kubernetes/client-node';
 import { AppKind, AppKindCrd } from 'cdk8s-appkind';
 import { SAMPLE_KIND } from '../../operator/kinds/config.js';
-import { controllerOf } from '../../operator/controller/reconcile.js';
+import { controllerOf } from '../../operator/runtime/ref.js';
 import { ApiError, RestClient } from '../../operator/runtime/rest.js';
 import { ControlPlane } from '../../tools/controlplane/controlplane.js';
 import { crObject, eventually } from './cluster.js';

@@ -10,7 +10,7 @@ import { parseAllDocuments } from 'yaml';
 import { AppKind, AppKindCrd } from 'cdk8s-appkind';
 import { kindsFromFile } from '../../operator/kinds/config.js';
 import { AppResource, render } from '../../operator/kinds/render.js';
-import { firstDifference } from '../../operator/controller/apply.js';
+import { firstDifference } from '../../operator/controller/diff.js';
 import { ApiError, RestClient } from '../../operator/runtime/rest.js';
 import { createTestNamespace, crObject, eventually, sharedCluster } from './cluster.js';
 import { expectNoOperatorWrites, installCrds, installOperatorIdentity, OperatorProcess, operatorWritesSince } from './operator-process.js';

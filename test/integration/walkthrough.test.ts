@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { AppKind } from 'cdk8s-appkind';
 import { kindsFromFile } from '../../operator/kinds/config.js';
 import { render } from '../../operator/kinds/render.js';
-import { firstDifference } from '../../operator/controller/apply.js';
+import { firstDifference } from '../../operator/controller/diff.js';
 import { RestClient } from '../../operator/runtime/rest.js';
 import { createTestNamespace, eventually, sharedCluster } from './cluster.js';
 import { installCrds, installOperatorIdentity, OperatorProcess } from './operator-process.js';

@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { charts, svg } from '../../bench/charts.js';
-import type { BenchResults } from '../../bench/report.js';
+import type { BenchResults } from '../../bench/results.js';
 
 const results = JSON.parse(readFileSync(join(import.meta.dirname, '..', '..', 'bench', 'results.json'), 'utf8')) as BenchResults;
 /** The values a chart plots, from the tooltips of its points: `label, N=n: value`. */

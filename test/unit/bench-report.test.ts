@@ -2,7 +2,8 @@ import { describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AuditEvent } from '../../tools/controlplane/audit.js';
-import { BenchResults, BenchRun, median, mediansOf, REPORT_END, REPORT_START, repetitionOf, table, writesPerApp } from '../../bench/report.js';
+import { median, mediansOf, REPORT_END, REPORT_START, repetitionOf, table, writesPerApp } from '../../bench/report.js';
+import type { BenchResults, BenchRun } from '../../bench/results.js';
 
 /** A bench run of N=1000 whose operator took `scale` times the floor's 20 s to scale. */
 function run(date: string, scale: number, apiserverCpu: number): BenchRun {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { apiFailure } from '../../operator/runtime/kube.js';
+import { apiFailure } from '../../operator/runtime/api-failure.js';
 import { ApiError } from '../../operator/runtime/rest.js';
 import { isThrottled, MAX_RETRY_AFTER_MS, parseRetryAfter, throttleDelayMs } from '../../operator/runtime/throttle.js';
 

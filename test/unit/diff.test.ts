@@ -1,5 +1,5 @@
 import { describe, expect, test } from '@jest/globals';
-import { appliedFieldsOf, drift, firstReleased, isSubset } from '../../operator/controller/apply.js';
+import { appliedFieldsOf, drift, firstReleased, isSubset } from '../../operator/controller/diff.js';
 import { withOwnManagedFields } from '../../operator/runtime/cache.js';
 
 const desired = {

@@ -1,6 +1,7 @@
 // A validating admission webhook for tests: an HTTPS server on loopback (a self-signed certificate the
-// API server trusts through the webhook's caBundle) that denies every request it gets, with a message
-// that differs at every call, as a webhook naming a request uid or a timestamp does.
+// API server trusts through the webhook's caBundle). It denies every request it gets, with a message
+// that differs at every call, as a webhook naming a request uid or a timestamp does; or it allows each
+// one after a delay, which holds a write (and the reconcile making it) in flight for that long.
 import { KubernetesObject } from '@kubernetes/client-node';
 import { createServer, Server } from 'node:https';
 import { AddressInfo } from 'node:net';
@@ -12,7 +13,10 @@ interface AdmissionReview {
   request?: { uid: string; operation: string; userInfo?: { username?: string } };
 }
 
-export class DenyingWebhook {
+/** What the webhook answers: a denial, or an allow sent `allowAfterMs` after the request arrived. */
+export type Verdict = { deny: true } | { allowAfterMs: number };
+
+export class AdmissionWebhook {
   private constructor(
     /** Every call so far: when, and who made the request it judged. */
     readonly calls: { at: number; username?: string }[],
@@ -25,7 +29,13 @@ export class DenyingWebhook {
    * Starts the server and registers it (a ValidatingWebhookConfiguration named `name`) for creates
    * and updates of `resource` (e.g. `apps/v1 deployments`) in `namespace` only.
    */
-  static async start(rest: RestClient, name: string, namespace: string, resource: { group: string; version: string; plural: string }): Promise<DenyingWebhook> {
+  static async start(
+    rest: RestClient,
+    name: string,
+    namespace: string,
+    resource: { group: string; version: string; plural: string },
+    verdict: Verdict = { deny: true },
+  ): Promise<AdmissionWebhook> {
     const pems = await generate([{ name: 'commonName', value: '127.0.0.1' }], {
       keyType: 'ec',
       algorithm: 'sha256',
@@ -43,18 +53,18 @@ export class DenyingWebhook {
         const review = JSON.parse(body) as AdmissionReview;
         calls.push({ at: Date.now(), username: review.request?.userInfo?.username });
         const n = calls.length;
-        res.setHeader('Content-Type', 'application/json');
-        res.end(
-          JSON.stringify({
-            apiVersion: 'admission.k8s.io/v1',
-            kind: 'AdmissionReview',
-            response: {
-              uid: review.request?.uid,
-              allowed: false,
-              status: { code: 403, message: `denied by the test webhook (call ${n}, request ${review.request?.uid}, at ${new Date().toISOString()})` },
-            },
-          }),
-        );
+        const answer = (response: Record<string, unknown>) => {
+          res.setHeader('Content-Type', 'application/json');
+          res.end(JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response: { uid: review.request?.uid, ...response } }));
+        };
+        if ('allowAfterMs' in verdict) {
+          setTimeout(() => answer({ allowed: true }), verdict.allowAfterMs);
+          return;
+        }
+        answer({
+          allowed: false,
+          status: { code: 403, message: `denied by the test webhook (call ${n}, request ${review.request?.uid}, at ${new Date().toISOString()})` },
+        });
       });
     });
     await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', () => resolve()));
@@ -65,7 +75,7 @@ export class DenyingWebhook {
       metadata: { name },
       webhooks: [
         {
-          name: 'deny.test.appkind.io',
+          name: 'verdict.test.appkind.io',
           clientConfig: { url: `https://127.0.0.1:${port}/validate`, caBundle: Buffer.from(pems.cert).toString('base64') },
           rules: [{ apiGroups: [resource.group], apiVersions: [resource.version], resources: [resource.plural], operations: ['CREATE', 'UPDATE'] }],
           namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': namespace } },
@@ -76,7 +86,7 @@ export class DenyingWebhook {
         },
       ],
     };
-    const webhook = new DenyingWebhook(calls, server, rest, config);
+    const webhook = new AdmissionWebhook(calls, server, rest, config);
     await rest.apply(config, 'test-webhook');
     return webhook;
   }

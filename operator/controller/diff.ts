@@ -1,3 +1,4 @@
+// How rendered and live objects differ: the first field that drifted, and the fields an apply would release.
 import { KubernetesObject } from '@kubernetes/client-node';
 
 /**

@@ -1,0 +1,117 @@
+// The env OperatorBundle writes, read by the operator's own settings loader: every value it sets
+// arrives as it was given, and what it leaves to the defaults is what a local run gets.
+import { afterAll, describe, expect, it } from '@jest/globals';
+import { Chart, Testing } from 'cdk8s';
+import { AppKind, LogLevel, OperatorBundle, OperatorBundleProps } from 'cdk8s-appkind';
+import { OPERATOR_SETTINGS } from 'cdk8s-appkind/build/operator-settings.js';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { loadSettings, OperatorSettings } from '../../operator/settings.js';
+import { USAGE } from '../../operator/flags.js';
+
+interface EnvVar {
+  name: string;
+  value?: string;
+  valueFrom?: { fieldRef?: { fieldPath: string } };
+}
+interface Manifest {
+  kind: string;
+  data?: Record<string, string>;
+  spec?: { template?: { spec: { containers: { env: EnvVar[] }[] } } };
+}
+
+const TAKARA: AppKind = { group: 'maho.takara.org', version: 'v1alpha1', kind: 'Takara', plural: 'takaras', image: 'memcached:1.6', port: 11211, appName: 'takara' };
+const dir = mkdtempSync(join(tmpdir(), 'settings-bundle-'));
+afterAll(() => rmSync(dir, { recursive: true }));
+
+/** What the kubelet would give the operator container: the bundle's env with the pod fields filled in. */
+function bundleEnv(props: Partial<OperatorBundleProps> = {}): { env: Record<string, string>; kindsFile: string } {
+  const chart = new Chart(Testing.app(), 'bundle');
+  new OperatorBundle(chart, 'operator', { kinds: [SAMPLE_KIND, TAKARA], ...props });
+  const objs = Testing.synth(chart) as Manifest[];
+  const pod = { 'metadata.name': 'appkind-operator-7d9f-abcde', 'metadata.namespace': props.namespace ?? 'appkind-system' } as Record<string, string>;
+  const env: Record<string, string> = {};
+  for (const v of objs.find((o) => o.kind === 'Deployment')!.spec!.template!.spec.containers[0]!.env) {
+    const field = v.valueFrom?.fieldRef?.fieldPath;
+    env[v.name] = field ? pod[field]! : v.value!;
+  }
+  // The kinds file is the ConfigMap the Deployment mounts at APPKIND_CONFIG; here it is written to a temporary folder.
+  const kindsFile = join(dir, `kinds-${Object.keys(props).length}.yaml`);
+  writeFileSync(kindsFile, objs.find((o) => o.kind === 'ConfigMap')!.data!['kinds.yaml']!);
+  return { env, kindsFile };
+}
+
+const load = ({ env, kindsFile }: ReturnType<typeof bundleEnv>): OperatorSettings => loadSettings({ ...env, APPKIND_CONFIG: kindsFile });
+
+describe('the settings table', () => {
+  it('every variable the bundle writes is a setting the operator reads', () => {
+    const rows = new Set(Object.values(OPERATOR_SETTINGS).map((row) => row.env));
+    const written = Object.keys(bundleEnv({ metricsCertSecret: 'metrics-tls' }).env);
+    expect(written.length).toBeGreaterThan(10);
+    expect(written.filter((name) => !rows.has(name))).toEqual([]);
+  });
+
+  it("the bundle's defaults are the operator's, but for leader election, which it always turns on", () => {
+    const bundle = load(bundleEnv());
+    const local = loadSettings({});
+    expect(bundle.leaderElect).toBe(true);
+    expect(local.leaderElect).toBe(false);
+    for (const key of ['workers', 'logLevel', 'metricsPort', 'healthPort', 'leaseDurationSeconds', 'renewDeadlineSeconds', 'retryPeriodSeconds', 'shutdownGraceSeconds', 'leaseName', 'metricsSecure'] as const) {
+      expect([key, bundle[key]]).toEqual([key, local[key]]);
+    }
+  });
+
+  it('every value the bundle is given arrives in the operator as given', () => {
+    const props = {
+      namespace: 'ops',
+      name: 'my-operator',
+      watchNamespaces: ['team-a', 'team-b'],
+      workers: 3,
+      logLevel: LogLevel.DEBUG,
+      leaseDurationSeconds: 30,
+      renewDeadlineSeconds: 20,
+      retryPeriodSeconds: 5,
+      shutdownGraceSeconds: 45,
+      metricsCertSecret: 'metrics-tls',
+    };
+    const settings = load(bundleEnv(props));
+    expect(settings).toMatchObject({
+      namespaces: ['team-a', 'team-b'],
+      workers: 3,
+      logLevel: 'debug',
+      leaderElect: true,
+      leaseName: 'my-operator',
+      leaseNamespace: 'ops',
+      identity: 'appkind-operator-7d9f-abcde',
+      leaseDurationSeconds: 30,
+      renewDeadlineSeconds: 20,
+      retryPeriodSeconds: 5,
+      shutdownGraceSeconds: 45,
+      metricsPort: OPERATOR_SETTINGS.metricsPort.default,
+      healthPort: OPERATOR_SETTINGS.healthPort.default,
+      metricsSecure: true,
+      metricsCertDir: '/etc/appkind-metrics-cert',
+      configMap: { namespace: 'ops', name: 'my-operator-kinds' },
+    });
+    expect(settings.kinds.map((k) => k.kind)).toEqual([SAMPLE_KIND.kind, 'Takara']);
+  });
+
+  it('the usage text shows each flag with its variable and the default from the table', () => {
+    expect(USAGE).toContain(`--workers          parallel reconciles (default ${OPERATOR_SETTINGS.workers.default}) [APPKIND_WORKERS]`);
+    expect(USAGE).toContain(`(default ${OPERATOR_SETTINGS.metricsPort.default}) [APPKIND_METRICS_PORT]`);
+    expect(USAGE).toContain('[APPKIND_LEADER_ELECT]');
+  });
+
+  it("OperatorBundleProps documents the table's defaults (the @default of its props, as the built assembly records them)", () => {
+    const assembly = JSON.parse(readFileSync(join(import.meta.dirname, '..', '..', 'lib', '.jsii'), 'utf8')) as {
+      types: Record<string, { properties?: { name: string; docs?: { default?: string } }[] }>;
+    };
+    const documented = Object.fromEntries(assembly.types['cdk8s-appkind.OperatorBundleProps']!.properties!.map((p) => [p.name, p.docs?.default]));
+    for (const key of ['workers', 'leaseDurationSeconds', 'renewDeadlineSeconds', 'retryPeriodSeconds', 'shutdownGraceSeconds'] as const) {
+      expect([key, documented[key]]).toEqual([key, String(OPERATOR_SETTINGS[key].default)]);
+    }
+    expect(documented.logLevel).toBe(`LogLevel.${OPERATOR_SETTINGS.logLevel.default.toUpperCase()}`);
+  });
+});
