@@ -43,7 +43,6 @@ function watchKindsFile(settings: OperatorSettings, operator: Operator, metrics:
   };
   const names = (kinds: Iterable<AppKind>) => [...kinds].map((k) => `${k.kind}.${k.group}/${k.version}`);
   let served = settings.kinds;
-  metrics.configReloaded(true);
   const kindsFile = new KindsFile(file, {
     valid: (kinds) => {
       metrics.configReloaded(true);
@@ -95,6 +94,8 @@ async function secureMetrics(settings: OperatorSettings, reviews: RestClient, lo
 async function run(settings: OperatorSettings, log: Logger): Promise<void> {
   const kc = await loadKubeAccess();
   const metrics = new OperatorMetrics();
+  // The kinds read at start are valid (else the process exits); with no kinds file nothing else sets it.
+  metrics.configReloaded(true);
   const identity = settings.identity ?? `${hostname()}_${process.pid}`;
   // The identity in every request's User-Agent: audit logs tell the replicas of one ServiceAccount apart.
   const operator = new Operator(kc, settings, log, metrics, {

@@ -10,9 +10,11 @@
 //   packages/<target>/                     jsii-pacmak's output for every target: built where this machine
 //                                          has the toolchain and registry, else generated sources (see SUMMARY)
 //   SHA256SUMS, SUMMARY.txt                checksums, and what was built and what only generated, and why
-// Usage: npm run release -- [--image REF] [--out DIR] [--no-image] [--no-packages]
+// Usage: npm run release -- [--image REF] [--out DIR] [--no-image] [--no-packages] [--monitoring]
 //   --image REF   the operator image reference install.yaml names and the archive is tagged with
 //                 (default APPKIND_OPERATOR_IMAGE, else appkind-operator:<version>)
+//   --monitoring  install.yaml also holds OperatorMonitoring's ServiceMonitor, PrometheusRule and
+//                 Grafana dashboard ConfigMap (needs the prometheus-operator CRDs; docs/monitoring.md)
 // Kinds come from the usual configuration (APPKIND_CONFIG, the six variables, else the sample kind).
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -55,19 +57,22 @@ const why = (output: string) =>
     .join('')
     .slice(0, 300) || output.trim().split('\n').slice(-1)[0];
 
-function manifests(image: string, env: NodeJS.ProcessEnv): void {
-  writeFileSync(join(OUT, 'install.yaml'), installYaml(env, image));
+function manifests(image: string, env: NodeJS.ProcessEnv, monitoring: boolean): void {
+  writeFileSync(join(OUT, 'install.yaml'), installYaml(env, image, monitoring));
   writeFileSync(join(OUT, 'kinds.yaml'), kindsYaml(env));
-  say(`install.yaml: operator image ${image}; kinds.yaml: the same kinds' CRDs and RBAC`);
+  const extra = monitoring ? ', with the ServiceMonitor, PrometheusRule and Grafana dashboard' : '';
+  say(`install.yaml: operator image ${image}${extra}; kinds.yaml: the same kinds' CRDs and RBAC`);
 }
 
 /** The Helm chart charts/appkind-operator with the release's image and kinds: its folder, and the archive `helm package` would make (a gzipped tar of that folder). */
-function chart(image: string, env: NodeJS.ProcessEnv): void {
+function chart(image: string, env: NodeJS.ProcessEnv, monitoring: boolean): void {
   const dir = join(OUT, 'chart', CHART_NAME);
   writeChart(dir, image, bundleProps(env, image).kinds);
   const archive = `${CHART_NAME}-${VERSION}.tgz`;
   execFileSync('tar', ['-czf', join(OUT, archive), '-C', join(OUT, 'chart'), CHART_NAME]);
-  say(`${archive}: the Helm chart charts/${CHART_NAME} with this image and these kinds (default values: the objects of install.yaml, less the Namespace --create-namespace makes), its folder chart/${CHART_NAME}/`);
+  // The chart has no monitoring objects yet: install.yaml holds them only with --monitoring.
+  const same = `the objects of install.yaml${monitoring ? ' but the monitoring ones' : ''}, less the Namespace --create-namespace makes`;
+  say(`${archive}: the Helm chart charts/${CHART_NAME} with this image and these kinds (default values: ${same}), its folder chart/${CHART_NAME}/`);
 }
 
 function library(): void {
@@ -138,7 +143,13 @@ function checksums(): void {
 
 function main(): void {
   const { values } = parseArgs({
-    options: { image: { type: 'string' }, out: { type: 'string' }, 'no-image': { type: 'boolean' }, 'no-packages': { type: 'boolean' } },
+    options: {
+      image: { type: 'string' },
+      out: { type: 'string' },
+      'no-image': { type: 'boolean' },
+      'no-packages': { type: 'boolean' },
+      monitoring: { type: 'boolean' },
+    },
     strict: true,
   });
   const { env, deprecations } = withPrefixedSettings(process.env);
@@ -147,8 +158,8 @@ function main(): void {
   const ref = values.image ?? env.APPKIND_OPERATOR_IMAGE ?? `appkind-operator:${VERSION}`;
   rmSync(OUT, { recursive: true, force: true });
   mkdirSync(OUT);
-  manifests(ref, env);
-  chart(ref, env);
+  manifests(ref, env, values.monitoring ?? false);
+  chart(ref, env, values.monitoring ?? false);
   library();
   if (!values['no-packages']) packages();
   if (!values['no-image']) image(ref);

@@ -8,6 +8,7 @@ export * from './app';
 export * from './crd';
 export * from './imagepolicy';
 export * from './bundle';
+export * from './monitoring';
 export * from './env';
 export * from './probe';
 export * from './volume';

@@ -161,6 +161,9 @@ export class Operator {
         // One queue for all kinds; a key's first segment is its kind, the metrics' controller label.
         queueHooks(metrics, 'appkind', (key) => key.split('/')[0]!),
       );
+    metrics.countResources(() =>
+      [...this.controller.caches.crs].map(([kind, cache]) => ({ kind, resources: cache.informers.flatMap((i) => i.list()) })),
+    );
   }
 
   /**

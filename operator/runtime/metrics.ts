@@ -8,6 +8,48 @@ export type ReconcileResult = 'success' | 'error' | 'requeue';
 
 const RESULTS: readonly ReconcileResult[] = ['success', 'error', 'requeue'];
 
+/** A served kind's CRs as its cache holds them, read at each scrape. */
+export interface KindResources {
+  readonly kind: string;
+  readonly resources: Iterable<{ readonly status?: { readonly conditions?: readonly { type: string; status: string }[] } }>;
+}
+
+/** One series of appkind_resource_conditions: how many CRs of `kind` have condition `type` at `status`. */
+export interface ConditionCount {
+  readonly kind: string;
+  readonly type: string;
+  readonly status: string;
+  readonly count: number;
+}
+
+const CONDITION_STATUSES = ['True', 'False', 'Unknown'];
+
+/**
+ * CRs by kind and by condition type and status. Every kind has all three statuses of `Ready` and of
+ * each type some CR carries, zeros included, so "CRs not Ready" is a subtraction that always matches.
+ */
+export function conditionCounts(kinds: Iterable<KindResources>): { totals: Map<string, number>; conditions: ConditionCount[] } {
+  const totals = new Map<string, number>();
+  const conditions: ConditionCount[] = [];
+  for (const { kind, resources } of kinds) {
+    const counts = new Map<string, Map<string, number>>([['Ready', new Map()]]);
+    let total = 0;
+    for (const cr of resources) {
+      total++;
+      for (const c of cr.status?.conditions ?? []) {
+        const byStatus = counts.get(c.type) ?? counts.set(c.type, new Map()).get(c.type)!;
+        byStatus.set(c.status, (byStatus.get(c.status) ?? 0) + 1);
+      }
+    }
+    totals.set(kind, total);
+    for (const [type, byStatus] of counts) {
+      const statuses = new Set([...CONDITION_STATUSES, ...byStatus.keys()]);
+      for (const status of statuses) conditions.push({ kind, type, status, count: byStatus.get(status) ?? 0 });
+    }
+  }
+  return { totals, conditions };
+}
+
 /** controller-runtime's reconcile_time_seconds buckets (pkg/internal/controller/metrics). */
 const RECONCILE_BUCKETS = [
   0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5,
@@ -44,6 +86,14 @@ export class OperatorMetrics {
     labelNames: ['name'] as const,
     registers: [this.registry],
   });
+  private readonly queueDuration = new Histogram({
+    name: 'workqueue_queue_duration_seconds',
+    help: 'How long in seconds an item stays in workqueue before being requested',
+    labelNames: ['name'] as const,
+    // client-go's workqueue buckets: 10 ns to 1000 s, by tens.
+    buckets: [1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 0.01, 0.1, 1, 10, 100, 1000],
+    registers: [this.registry],
+  });
   private readonly retries = new Counter({
     name: 'workqueue_retries_total',
     help: 'Total number of retries handled by workqueue',
@@ -74,9 +124,32 @@ export class OperatorMetrics {
     registers: [this.registry],
   });
 
+  /** What the resource gauges count at each scrape (countResources); none until it is given. */
+  private resourcesSource: () => Iterable<KindResources> = () => [];
+  private readonly resources = new Gauge({
+    name: 'appkind_resources',
+    help: "Custom resources of each served kind in the operator's cache",
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+  private readonly resourceConditions = new Gauge({
+    name: 'appkind_resource_conditions',
+    help: 'Custom resources of each served kind by status condition type and status (True, False, Unknown); a CR with no status yet counts in appkind_resources only',
+    labelNames: ['kind', 'type', 'status'] as const,
+    registers: [this.registry],
+  });
+
   /** @param opts.defaultMetrics process metrics (CPU, memory, event loop lag) @default true */
   constructor(opts: { defaultMetrics?: boolean } = {}) {
     if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /**
+   * Counts the served kinds' CRs at each scrape, from `source` (the caches): per-kind gauges, never a
+   * series per CR, so their number stays that of the kinds whatever the number of CRs.
+   */
+  countResources(source: () => Iterable<KindResources>): void {
+    this.resourcesSource = source;
   }
 
   /** Makes a controller's series exist at zero, so a rate() works before its first reconcile. */
@@ -97,6 +170,11 @@ export class OperatorMetrics {
   /** The queue `name` now holds `n` keys waiting for a worker. */
   queueDepth(name: string, n: number): void {
     this.depth.set({ name }, n);
+  }
+
+  /** A worker of the queue `name` took a key that had waited `seconds`. */
+  queueWait(name: string, seconds: number): void {
+    this.queueDuration.observe({ name }, seconds);
   }
 
   /** The queue `name` scheduled a retry after a failure. */
@@ -126,7 +204,17 @@ export class OperatorMetrics {
 
   /** The exposition text (Prometheus text format) and its content type. */
   async expose(): Promise<{ contentType: string; body: string }> {
+    this.collectResources();
     return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+
+  private collectResources(): void {
+    const { totals, conditions } = conditionCounts(this.resourcesSource());
+    // Reset first: a kind no longer served, or a condition no CR carries now, leaves no stale series.
+    this.resources.reset();
+    this.resourceConditions.reset();
+    for (const [kind, n] of totals) this.resources.set({ kind }, n);
+    for (const { kind, type, status, count } of conditions) this.resourceConditions.set({ kind, type, status }, count);
   }
 }
 
@@ -139,6 +227,7 @@ export function queueHooks(metrics: OperatorMetrics, name: string, controllerOf:
   return {
     onDepth: (n) => metrics.queueDepth(name, n),
     onRetry: () => metrics.retry(name),
+    onWait: (_key, seconds) => metrics.queueWait(name, seconds),
     onResult: (key, result, seconds) => metrics.reconcile(controllerOf(key), result, seconds),
   };
 }

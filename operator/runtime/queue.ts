@@ -43,6 +43,8 @@ export interface QueueHooks {
   onRetry?(key: string, failures: number, delayMs: number): void;
   /** A handler finished: `requeue` when it asked to run again later; `seconds` is its run time. */
   onResult?(key: string, result: 'success' | 'error' | 'requeue', seconds: number): void;
+  /** A worker took a key that had waited `seconds` since it was queued (a retry's backoff not counted). */
+  onWait?(key: string, seconds: number): void;
 }
 
 /** Queue options. */
@@ -315,6 +317,8 @@ export class WorkQueue {
     const from = retryFirst ? this.retries : this.events;
     const key = from.keys().next();
     if (key.done) return undefined;
+    const waitedMs = this.now() - from.get(key.value)!;
+    this.observe(() => this.hooks.onWait?.(key.value, waitedMs / 1000));
     from.delete(key.value);
     return key.value;
   }

@@ -3,6 +3,7 @@
 import { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { App, Chart } from 'cdk8s';
 import { ChildProcess, spawn } from 'node:child_process';
+import { request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
 import { AppKind, OperatorBundle } from 'cdk8s-appkind';
 import { crdObjects } from '../../operator/kinds/crd-yaml.js';
@@ -212,4 +213,24 @@ export function metricValue(text: string, name: string, labels: Record<string, s
     if (Object.entries(labels).every(([k, v]) => have[k] === v)) sum += Number(m[3]);
   }
   return sum;
+}
+
+/**
+ * GET over HTTPS with `token` as the bearer token, as a scraper sends it; the operator's self-signed
+ * certificate is not verified, and each request has a connection of its own.
+ */
+export function httpsGet(host: string, port: number, path: string, token?: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest(
+      { host, port, path, method: 'GET', agent: false, rejectUnauthorized: false, headers: token === undefined ? {} : { authorization: `Bearer ${token}` } },
+      (res) => {
+        let body = '';
+        res.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
+        res.on('error', reject);
+        res.on('end', () => resolve({ status: res.statusCode!, body }));
+      },
+    );
+    req.on('error', reject);
+    req.end();
+  });
 }

@@ -9,7 +9,6 @@
 import { afterAll, beforeAll, describe, expect, jest, test } from '@jest/globals';
 import { CoreV1Api, type KubeConfig, type KubernetesObject, type V1Pod, Watch } from '@kubernetes/client-node';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { request as httpsRequest } from 'node:https';
 import { cpus, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { AppKind } from 'cdk8s-appkind';
@@ -22,7 +21,7 @@ import { type OperatorPod, operatorPod, podKinds, readBundle, synthBundle } from
 import { createTestNamespace, crObject, eventually } from './cluster.js';
 import { processesMentioning } from './controlplane-processes.js';
 import { buildOperatorImage } from './operator-container.js';
-import { metricValue } from './operator-process.js';
+import { httpsGet, metricValue } from './operator-process.js';
 import { getLocal } from './real-node-pods.js';
 
 const root = join(import.meta.dirname, '..', '..');
@@ -102,22 +101,7 @@ async function podHttp(p: V1Pod, port: 'metrics' | 'health', path: string, token
     const res = await fetch(`http://${p.status!.podIP!}:${containerPort}${path}`);
     return { status: res.status, body: await res.text() };
   }
-  return new Promise((resolve, reject) => {
-    const req = httpsRequest(
-      {
-        host: p.status!.podIP!, port: containerPort, path, method: 'GET', agent: false, rejectUnauthorized: false,
-        headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
-      },
-      (res) => {
-        let body = '';
-        res.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
-        res.on('error', reject);
-        res.on('end', () => resolve({ status: res.statusCode!, body }));
-      },
-    );
-    req.on('error', reject);
-    req.end();
-  });
+  return httpsGet(p.status!.podIP!, containerPort!, path, token);
 }
 
 /** The CR's pods with a running, ready container. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { OperatorMetrics, queueHooks } from '../../operator/runtime/metrics.js';
+import { conditionCounts, KindResources, OperatorMetrics, queueHooks } from '../../operator/runtime/metrics.js';
 import { WorkQueue } from '../../operator/runtime/queue.js';
 
 describe('OperatorMetrics', () => {
@@ -64,5 +64,47 @@ describe('OperatorMetrics', () => {
     expect(body).toContain('controller_runtime_reconcile_total{controller="Takara",result="success"} 1');
     expect(body).toContain('workqueue_retries_total{name="appkind"} 1');
     expect(body).toContain('workqueue_depth{name="appkind"} 0');
+    // Three runs taken from the queue: EchoFlask, Takara's failure and its retry.
+    expect(body).toContain('workqueue_queue_duration_seconds_count{name="appkind"} 3');
+  });
+
+  it('counts CRs by kind and by condition at each scrape: one series per kind, type and status, never one per CR', async () => {
+    const m = new OperatorMetrics({ defaultMetrics: false });
+    const cond = (type: string, status: string) => ({ type, status });
+    let kinds: KindResources[] = [
+      {
+        kind: 'EchoFlask',
+        resources: [
+          { status: { conditions: [cond('Ready', 'True'), cond('Degraded', 'False')] } },
+          { status: { conditions: [cond('Ready', 'False'), cond('Degraded', 'True')] } },
+          { status: { conditions: [cond('Ready', 'False'), cond('Degraded', 'True')] } },
+          {}, // no status yet: counted, under no condition
+        ],
+      },
+      { kind: 'Takara', resources: [] },
+    ];
+    m.countResources(() => kinds);
+    let { body } = await m.expose();
+    expect(body).toContain('appkind_resources{kind="EchoFlask"} 4');
+    expect(body).toContain('appkind_resources{kind="Takara"} 0');
+    expect(body).toContain('appkind_resource_conditions{kind="EchoFlask",type="Ready",status="True"} 1');
+    expect(body).toContain('appkind_resource_conditions{kind="EchoFlask",type="Ready",status="False"} 2');
+    expect(body).toContain('appkind_resource_conditions{kind="EchoFlask",type="Degraded",status="True"} 2');
+    // Ready's series exist at zero for a kind without CRs, so "CRs - Ready True" always matches.
+    expect(body).toContain('appkind_resource_conditions{kind="Takara",type="Ready",status="True"} 0');
+    expect(body).not.toContain('appkind_resource_conditions{kind="Takara",type="Degraded"');
+    expect(body.split('\n').filter((l) => l.startsWith('appkind_resource_conditions{'))).toHaveLength(3 + 3 + 3);
+
+    // A kind no longer served leaves no series behind.
+    kinds = kinds.slice(0, 1);
+    ({ body } = await m.expose());
+    expect(body).not.toContain('kind="Takara"');
+  });
+
+  it('conditionCounts keeps a status other than True, False and Unknown as it is', () => {
+    const { totals, conditions } = conditionCounts([{ kind: 'K', resources: [{ status: { conditions: [{ type: 'Stalled', status: 'Odd' }] } }] }]);
+    expect(totals).toEqual(new Map([['K', 1]]));
+    expect(conditions).toContainEqual({ kind: 'K', type: 'Stalled', status: 'Odd', count: 1 });
+    expect(conditions).toContainEqual({ kind: 'K', type: 'Stalled', status: 'True', count: 0 });
   });
 });

@@ -400,6 +400,19 @@ describe('WorkQueue', () => {
     expect(depths.at(-1)).toBe(0);
   });
 
+  it('reports how long each key waited from its add to a worker, on its clock', async () => {
+    let now = 1_000;
+    const waits: [string, number][] = [];
+    const q = new WorkQueue(async () => undefined, { workers: 1, retryClock: () => now }, { onWait: (key, s) => waits.push([key, s]) });
+    q.add('a');
+    now += 2_500;
+    q.add('b');
+    now += 500;
+    q.start();
+    await q.whenIdle();
+    expect(waits).toEqual([['a', 3], ['b', 0.5]]);
+  });
+
   describe('event keys before failure retries', () => {
     /** Waits (without asserting any time) until `done()`: for timers the queue set to fire. */
     const until = async (done: () => boolean) => {

@@ -1,9 +1,9 @@
 // The release's manifests, from the same OperatorBundle construct `npx cdk8s synth` uses:
-// install.yaml (the whole bundle), and the part of it a kinds edit needs (the kinds' CRDs, the
+// install.yaml (the whole bundle, with OperatorMonitoring's objects when asked), and the part of it a kinds edit needs (the kinds' CRDs, the
 // operator's RBAC covering them, their authoring roles), which `npm run kinds` applies.
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { App, Chart, Yaml } from 'cdk8s';
-import { OperatorBundle, OperatorBundleProps } from 'cdk8s-appkind';
+import { OperatorBundle, OperatorBundleProps, OperatorMonitoring } from 'cdk8s-appkind';
 import { loadAppKinds, watchNamespaces } from 'appkind-operator/kinds';
 import { withPrefixedSettings } from 'appkind-operator/settings';
 
@@ -18,17 +18,21 @@ export function bundleProps(given: NodeJS.ProcessEnv, image?: string): OperatorB
   };
 }
 
-/** The bundle's objects in file order (the Namespace before what lives in it). */
-export function bundleObjects(props: OperatorBundleProps): KubernetesObject[] {
+/**
+ * The bundle's objects in file order (the Namespace before what lives in it); with `monitoring`,
+ * OperatorMonitoring's ServiceMonitor, PrometheusRule and dashboard ConfigMap after them.
+ */
+export function bundleObjects(props: OperatorBundleProps, monitoring = false): KubernetesObject[] {
   const app = new App();
   const chart = new Chart(app, 'appkind-operator', { disableResourceNameHashes: true });
-  new OperatorBundle(chart, 'bundle', props);
+  const bundle = new OperatorBundle(chart, 'bundle', props);
+  if (monitoring) new OperatorMonitoring(chart, 'monitoring', { bundle });
   return chart.toJson() as KubernetesObject[];
 }
 
-/** install.yaml: the whole bundle. */
-export function installYaml(env: NodeJS.ProcessEnv, image?: string): string {
-  return Yaml.stringify(...bundleObjects(bundleProps(env, image)));
+/** install.yaml: the whole bundle; with `monitoring`, the objects a Prometheus Operator user adds (its CRDs must be installed). */
+export function installYaml(env: NodeJS.ProcessEnv, image?: string, monitoring = false): string {
+  return Yaml.stringify(...bundleObjects(bundleProps(env, image), monitoring));
 }
 
 const RBAC = ['ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'];
