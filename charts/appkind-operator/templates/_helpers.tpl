@@ -94,7 +94,7 @@ Refusals that Helm's own checks would make later or not at all, each naming what
 {{- $current := (index $binding.subjects 0).namespace }}
 {{- $target := include "appkind-operator.namespace" . }}
 {{- if ne $current $target }}
-{{- fail (printf "release %s runs the operator in namespace %s; this upgrade would move it to %s. To keep it where it is, add --set namespace=%s (and --set createNamespace=true if the chart created that namespace, as the generated chart did); to move it, helm uninstall (the CRDs, CRs and apps stay) and helm install -n %s" .Release.Name $current $target $current $target) }}
+{{- fail (printf "release %s runs the operator in namespace %s; this upgrade would move it to %s. To keep it where it is, add --set namespace=%s (and --set createNamespace=true if the chart created that namespace, as the generated chart did); to move it, helm uninstall (the CRDs, CRs and apps stay), then helm install -n %s --take-ownership (which adopts the kept CRDs)" .Release.Name $current $target $current $target) }}
 {{- end }}
 {{- end }}
 {{- end }}
