@@ -119,18 +119,19 @@ function policy(scope: Construct, id: string, name: string, labels: Record<strin
 }
 
 /** What every policy shares: the writes it judges (those of `username` only) and who owns the object. */
-function common(resource: { group: string; plural: string }, username: string) {
+function common(resources: { group: string; plural: string }[], username: string) {
   return {
     failurePolicy: 'Fail',
-    matchConstraints: { resourceRules: [{ apiGroups: [resource.group], apiVersions: ['*'], resources: [resource.plural], operations: ['CREATE', 'UPDATE'] }] },
+    matchConstraints: { resourceRules: resources.map((r) => ({ apiGroups: [r.group], apiVersions: ['*'], resources: [r.plural], operations: ['CREATE', 'UPDATE'] })) },
     matchConditions: [{ name: 'operator-service-account', expression: `request.userInfo.username == ${str(username)}` }],
   };
 }
 
 /**
- * Renders, into `scope`, two ValidatingAdmissionPolicies and their bindings (`<name>-deployments`,
- * `<name>-services`) that refuse writes by the ServiceAccount `username` of any Deployment or Service the
- * construct could not have rendered for a CR of one of `kinds`. Returns the four objects (cluster-scoped).
+ * Renders, into `scope`, three ValidatingAdmissionPolicies and their bindings (`<name>-deployments`,
+ * `<name>-services`, `<name>-pod-policies`) that refuse writes by the ServiceAccount `username` of any
+ * Deployment or Service the construct could not have rendered for a CR of one of `kinds`, and of any
+ * PodDisruptionBudget or NetworkPolicy not controlled by such a CR. Returns the six objects (cluster-scoped).
  */
 export function addChildAdmissionPolicies(scope: Construct, name: string, labels: Record<string, string>, username: string, kinds: AppKind[]): ApiObject[] {
   const served = list(kinds.map(kindKey));
@@ -139,7 +140,7 @@ export function addChildAdmissionPolicies(scope: Construct, name: string, labels
     message: `the operator writes only objects whose controller is a CR of a kind it serves (${kinds.map((k) => k.kind).join(', ')})`,
   };
   const deployments = policy(scope, 'DeploymentPolicy', `${name}-deployments`, labels, {
-    ...common({ group: 'apps', plural: 'deployments' }, username),
+    ...common([{ group: 'apps', plural: 'deployments' }], username),
     variables: [...OWNER_VARIABLES, { name: 'pod', expression: 'object.spec.template.spec' }],
     validations: [
       ownerRule,
@@ -161,7 +162,7 @@ export function addChildAdmissionPolicies(scope: Construct, name: string, labels
     ],
   });
   const services = policy(scope, 'ServicePolicy', `${name}-services`, labels, {
-    ...common({ group: '', plural: 'services' }, username),
+    ...common([{ group: '', plural: 'services' }], username),
     variables: OWNER_VARIABLES,
     validations: [
       ownerRule,
@@ -172,5 +173,11 @@ export function addChildAdmissionPolicies(scope: Construct, name: string, labels
       }),
     ],
   });
-  return [...deployments, ...services];
+  // A NetworkPolicy written elsewhere could cut another app off, a PodDisruptionBudget block its drains.
+  const others = policy(scope, 'PodPolicyPolicy', `${name}-pod-policies`, labels, {
+    ...common([{ group: 'policy', plural: 'poddisruptionbudgets' }, { group: 'networking.k8s.io', plural: 'networkpolicies' }], username),
+    variables: OWNER_VARIABLES,
+    validations: [ownerRule],
+  });
+  return [...deployments, ...services, ...others];
 }

@@ -1,8 +1,8 @@
 import { ApiObject, JsonPatch, Names } from 'cdk8s';
 import * as kplus from 'cdk8s-plus-27';
 import { Construct } from 'constructs';
-import { NetworkPolicyOptions, PodDisruptionBudgetOptions, ServiceType } from './exposure';
-import { addsTmpVolume, containerFields, exposureProblems, intOrPercent, intPort, podSpecProblems, volumesOf } from './podspec';
+import { PodAntiAffinity, ServiceType, WhenUnsatisfiable } from './exposure';
+import { addsTmpVolume, containerFields, exposureProblems, intOrPercent, intPort, placementProblems, podSpecProblems, volumesOf } from './podspec';
 import { ContainerSecurity, ImagePullPolicy, ResourceList, ResourceRequirements } from './resources';
 import { AppSettings } from './settings';
 
@@ -61,21 +61,6 @@ export interface ContainerAppProps extends AppSettings {
    * @default allocated by the API server
    */
   readonly nodePort?: number;
-  /**
-   * Render a PodDisruptionBudget `<name>-pdb` selecting the app's pods.
-   * @default none
-   */
-  readonly podDisruptionBudget?: PodDisruptionBudgetOptions;
-  /**
-   * Render a NetworkPolicy `<name>-ingress` that lets only the given peers reach the port.
-   * @default none: every pod and node may reach it
-   */
-  readonly networkPolicy?: NetworkPolicyOptions;
-  /**
-   * When the kubelet pulls the image.
-   * @default ImagePullPolicy.IF_NOT_PRESENT
-   */
-  readonly imagePullPolicy?: ImagePullPolicy;
   /**
    * Container security context; unset fields keep their defaults.
    * @default root allowed, writable root filesystem, not privileged, no privilege escalation
@@ -226,13 +211,17 @@ export class ContainerApp extends Construct {
     for (const [field, value] of Object.entries(pod)) {
       if (value !== undefined) deploymentObject.addJsonPatch(JsonPatch.add(`/spec/template/spec/${field}`, value));
     }
+    const placement = placementOf(props, this.selectorLabels);
+    for (const [field, value] of Object.entries(placement)) deploymentObject.addJsonPatch(JsonPatch.add(`/spec/template/spec/${field}`, value));
 
     this.service = new kplus.Service(this, 'Service', {
       metadata: { ...metadata, name: this.serviceName },
       // Same strings as cdk8s-plus-27's enum.
       type: (props.serviceType ?? ServiceType.NODE_PORT) as string as kplus.ServiceType,
-      ports: [{ name: 'http', port: props.port, targetPort: props.port, nodePort: props.nodePort }],
+      ports: [{ name: props.portName ?? 'http', port: props.port, targetPort: props.port, nodePort: props.nodePort }],
     });
+    // cdk8s-plus-27's ServicePort has no appProtocol.
+    if (props.appProtocol !== undefined) ApiObject.of(this.service).addJsonPatch(JsonPatch.add('/spec/ports/0/appProtocol', props.appProtocol));
     for (const [key, value] of Object.entries(this.selectorLabels)) this.service.selectLabel(key, value);
     // An empty externalIPs list would be applied and owned for nothing.
     ApiObject.of(this.service).addJsonPatch(JsonPatch.remove('/spec/externalIPs'));
@@ -269,12 +258,37 @@ function toResources(r: ResourceRequirements | undefined): kplus.k8s.ResourceReq
     const out: { [name: string]: kplus.k8s.Quantity } = {};
     if (l?.cpu !== undefined) out.cpu = kplus.k8s.Quantity.fromString(l.cpu);
     if (l?.memory !== undefined) out.memory = kplus.k8s.Quantity.fromString(l.memory);
+    if (l?.ephemeralStorage !== undefined) out['ephemeral-storage'] = kplus.k8s.Quantity.fromString(l.ephemeralStorage);
     return Object.keys(out).length > 0 ? out : undefined;
   };
   const requests = list(r?.requests);
   const limits = list(r?.limits);
   if (!requests && !limits) return undefined;
   return { ...(limits && { limits }), ...(requests && { requests }) };
+}
+
+/** The pod's `topologySpreadConstraints` and `affinity` (Kubernetes JSON), only those asked for; both count the app's own pods. */
+function placementOf(props: ContainerAppProps, selectorLabels: { [key: string]: string }): { [field: string]: unknown } {
+  const labelSelector = { matchLabels: { ...selectorLabels } };
+  const out: { [field: string]: unknown } = {};
+  if (props.topologySpreadConstraints?.length) {
+    out.topologySpreadConstraints = props.topologySpreadConstraints.map((c) => ({
+      maxSkew: c.maxSkew ?? 1,
+      topologyKey: c.topologyKey,
+      whenUnsatisfiable: c.whenUnsatisfiable ?? WhenUnsatisfiable.SCHEDULE_ANYWAY,
+      labelSelector,
+      ...(c.minDomains !== undefined && { minDomains: c.minDomains }),
+    }));
+  }
+  if (props.podAntiAffinity) out.affinity = { podAntiAffinity: antiAffinityOf(props.podAntiAffinity, labelSelector) };
+  return out;
+}
+
+function antiAffinityOf(a: PodAntiAffinity, labelSelector: { matchLabels: { [key: string]: string } }): { [field: string]: unknown } {
+  const term = { labelSelector, topologyKey: a.topologyKey ?? 'kubernetes.io/hostname' };
+  return a.required
+    ? { requiredDuringSchedulingIgnoredDuringExecution: [term] }
+    : { preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 100, podAffinityTerm: term }] };
 }
 
 function checkProps(path: string, props: ContainerAppProps, replicas: number, tmp: boolean): void {
@@ -290,6 +304,6 @@ function checkProps(path: string, props: ContainerAppProps, replicas: number, tm
     fail(`nodePort ${props.nodePort} is outside 30000-32767; leave it unset to let the API server allocate one`);
   }
   if (props.nodePort !== undefined && props.serviceType === ServiceType.CLUSTER_IP) fail('nodePort is set but serviceType is ClusterIP; leave nodePort unset or use ServiceType.NODE_PORT');
-  const problems = [...podSpecProblems(props, tmp), ...exposureProblems(props.podDisruptionBudget, props.networkPolicy)];
+  const problems = [...podSpecProblems(props, tmp), ...exposureProblems(props.podDisruptionBudget, props.networkPolicy), ...placementProblems(props)];
   if (problems.length > 0) fail(problems.join('; '));
 }

@@ -50,6 +50,11 @@ export interface AppKind extends AppSettings {
    */
   readonly runAsUser?: number;
   /**
+   * GID the container runs as. CRs cannot change it.
+   * @default the image's group
+   */
+  readonly runAsGroup?: number;
+  /**
    * Mount the container's root filesystem read-only (hardening; no Pod Security level depends on it).
    * CRs cannot change it.
    * @default false

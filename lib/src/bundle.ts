@@ -177,6 +177,9 @@ function reconcileRules(kinds: AppKind[]): Rule[] {
     ...crRules,
     { apiGroups: ['apps'], resources: ['deployments'], verbs: CHILD_VERBS },
     { apiGroups: [''], resources: ['services'], verbs: CHILD_VERBS },
+    // Rendered only for kinds that ask for them (podDisruptionBudget, networkPolicy); cached and pruned as the others.
+    { apiGroups: ['policy'], resources: ['poddisruptionbudgets'], verbs: CHILD_VERBS },
+    { apiGroups: ['networking.k8s.io'], resources: ['networkpolicies'], verbs: CHILD_VERBS },
     { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] },
     // Status lists only the pods of ReplicaSets the CR's own Deployment controls.
     { apiGroups: ['apps'], resources: ['replicasets'], verbs: ['list', 'watch'] },

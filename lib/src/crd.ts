@@ -310,6 +310,16 @@ function resourcesSchema(maxCpu: string | undefined, maxMemory: string | undefin
   return { type: 'object', description: "CPU and memory, merged into the kind's quantity by quantity.", properties: { requests: list('What the scheduler reserves.'), limits: list('The most the container may use.') } };
 }
 
+function podDisruptionBudgetSchema(): k8s.JsonSchemaProps {
+  const count = (what: string): k8s.JsonSchemaProps => ({ type: 'string', maxLength: 16, pattern: '^[0-9]+%?$', description: `${what}: a number ("1") or a percentage ("50%").` });
+  return {
+    type: 'object',
+    description: "A PodDisruptionBudget for the pods, replacing the kind's; give one of the two ({} is maxUnavailable \"1\").",
+    properties: { minAvailable: count('Pods that must stay available'), maxUnavailable: count('Pods that may be unavailable') },
+    xKubernetesValidations: [{ rule: '!(has(self.minAvailable) && has(self.maxUnavailable))', message: 'give minAvailable or maxUnavailable, not both' }],
+  };
+}
+
 /** The spec fields a kind lets its CRs set (AppKind.overrides), with the kind's limits as schema and CEL rules. */
 function overrideSchemas(kind: AppKind): { [name: string]: k8s.JsonSchemaProps } {
   const o = kind.overrides ?? {};
@@ -318,6 +328,7 @@ function overrideSchemas(kind: AppKind): { [name: string]: k8s.JsonSchemaProps }
   if (o.env) out.env = envSchema(o.env.deny ?? []);
   if (o.envFrom) out.envFrom = envFromSchema();
   if (o.resources) out.resources = resourcesSchema(o.resources.maxCpu, o.resources.maxMemory, kind.kind);
+  if (o.podDisruptionBudget) out.podDisruptionBudget = podDisruptionBudgetSchema();
   if (o.serviceAccountName) out.serviceAccountName = { ...text("ServiceAccount of the pods, instead of the kind's.", 253), pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$' };
   return out;
 }

@@ -70,3 +70,50 @@ export interface NetworkPolicyOptions {
   /** Peers that may reach the port; an empty list lets none in. */
   readonly from: NetworkPolicyPeer[];
 }
+
+/** What the scheduler does with a pod that a topology spread constraint cannot place. */
+export enum WhenUnsatisfiable {
+  /** Place it anyway, preferring the domains that reduce the skew. */
+  SCHEDULE_ANYWAY = 'ScheduleAnyway',
+  /** Leave it pending. */
+  DO_NOT_SCHEDULE = 'DoNotSchedule',
+}
+
+/**
+ * Spread the app's pods evenly over the domains of a node label (Kubernetes
+ * `topologySpreadConstraints`); the constraint counts the app's own pods (its selector labels).
+ */
+export interface TopologySpreadConstraint {
+  /** Node label whose values are the domains, e.g. `topology.kubernetes.io/zone` or `kubernetes.io/hostname`. */
+  readonly topologyKey: string;
+  /**
+   * Most the number of the app's pods may differ between two domains.
+   * @default 1
+   */
+  readonly maxSkew?: number;
+  /**
+   * What to do with a pod that would break the constraint.
+   * @default WhenUnsatisfiable.SCHEDULE_ANYWAY
+   */
+  readonly whenUnsatisfiable?: WhenUnsatisfiable;
+  /**
+   * Fewest eligible domains (only with WhenUnsatisfiable.DO_NOT_SCHEDULE).
+   * @default - none: the domains that have nodes
+   */
+  readonly minDomains?: number;
+}
+
+/** Keep the app's pods apart: no two (or preferably no two) on one node or in one domain of a node label. */
+export interface PodAntiAffinity {
+  /**
+   * Node label whose domains hold at most one of the app's pods.
+   * @default "kubernetes.io/hostname" (one pod a node)
+   */
+  readonly topologyKey?: string;
+  /**
+   * A hard rule (`requiredDuringScheduling...`): a pod with no free domain stays pending. Otherwise a
+   * preference of weight 100 that the scheduler breaks when it must.
+   * @default false
+   */
+  readonly required?: boolean;
+}

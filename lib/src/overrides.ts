@@ -48,6 +48,12 @@ export interface AppKindOverrides {
    */
   readonly resources?: ResourcesOverride;
   /**
+   * CRs may set `spec.podDisruptionBudget` (`minAvailable` or `maxUnavailable`), replacing the kind's:
+   * the budget that fits depends on each CR's size.
+   * @default false
+   */
+  readonly podDisruptionBudget?: boolean;
+  /**
    * CRs may set `spec.serviceAccountName`.
    * @default false
    */

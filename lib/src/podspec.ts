@@ -2,7 +2,7 @@
 // construct patches into its Deployment, and the checks that refuse a mistake before it reaches a cluster.
 // Internal to the library (not exported from index.ts).
 import { k8s } from 'cdk8s-plus-27';
-import { NetworkPolicyOptions, PodDisruptionBudgetOptions } from './exposure';
+import { NetworkPolicyOptions, PodDisruptionBudgetOptions, WhenUnsatisfiable } from './exposure';
 import { Probe } from './probe';
 import { AppSettings } from './settings';
 import { Volume } from './volume';
@@ -162,5 +162,33 @@ export function exposureProblems(pdb: PodDisruptionBudgetOptions | undefined, ne
     const selectors = count(peer.podSelector, peer.namespaceSelector);
     if (peer.ipBlock ? selectors > 0 : selectors === 0) out.push(`networkPolicy.from[${i}] needs podSelector and/or namespaceSelector, or ipBlock alone`);
   }
+  return out;
+}
+
+// IANA_SVC_NAME, as Kubernetes validates a port name: at least one letter, no "--", no "-" at either end.
+const PORT_NAME = /^(?=.{1,15}$)(?=.*[a-z])[a-z0-9]+(-[a-z0-9]+)*$/;
+// A label key: an optional DNS-subdomain prefix and "/", then a name of at most 63 characters.
+const LABEL_KEY = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+
+/** What is wrong with the Service port's name and protocol, the spread constraints and the anti-affinity; empty when nothing is. */
+export function placementProblems(props: Pick<AppSettings, 'portName' | 'appProtocol' | 'topologySpreadConstraints' | 'podAntiAffinity'>): string[] {
+  const out: string[] = [];
+  if (props.portName !== undefined && !PORT_NAME.test(props.portName)) {
+    out.push(`portName "${props.portName}" is not an IANA service name; give at most 15 lower-case letters, digits and "-" with at least one letter, such as "http" or "tcp-memcache"`);
+  }
+  if (props.appProtocol !== undefined && !LABEL_KEY.test(props.appProtocol)) {
+    out.push(`appProtocol "${props.appProtocol}" is not a protocol name; give a name such as "http", "tcp" or "kubernetes.io/h2c"`);
+  }
+  const modes: string[] = Object.values(WhenUnsatisfiable);
+  for (const [i, c] of (props.topologySpreadConstraints ?? []).entries()) {
+    const at = `topologySpreadConstraints[${i}]`;
+    if (!c.topologyKey || !LABEL_KEY.test(c.topologyKey)) out.push(`${at}.topologyKey "${c.topologyKey}" is not a node label key; give one such as "topology.kubernetes.io/zone"`);
+    if (c.maxSkew !== undefined && (!Number.isInteger(c.maxSkew) || c.maxSkew < 1)) out.push(`${at}.maxSkew ${c.maxSkew} is not an integer of at least 1`);
+    if (c.whenUnsatisfiable !== undefined && !modes.includes(c.whenUnsatisfiable)) out.push(`${at}.whenUnsatisfiable "${c.whenUnsatisfiable}" is not one of ${modes.join(', ')}`);
+    if (c.minDomains !== undefined && (!Number.isInteger(c.minDomains) || c.minDomains < 1)) out.push(`${at}.minDomains ${c.minDomains} is not an integer of at least 1`);
+    if (c.minDomains !== undefined && c.whenUnsatisfiable !== WhenUnsatisfiable.DO_NOT_SCHEDULE) out.push(`${at}.minDomains needs whenUnsatisfiable DoNotSchedule; set it or leave minDomains unset`);
+  }
+  const key = props.podAntiAffinity?.topologyKey;
+  if (key !== undefined && !LABEL_KEY.test(key)) out.push(`podAntiAffinity.topologyKey "${key}" is not a node label key; give one such as "kubernetes.io/hostname"`);
   return out;
 }

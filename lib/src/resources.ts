@@ -1,4 +1,4 @@
-/** CPU and memory as Kubernetes quantity strings, e.g. `{ cpu: '50m', memory: '128Mi' }`. */
+/** CPU, memory and ephemeral storage as Kubernetes quantity strings, e.g. `{ cpu: '50m', memory: '128Mi' }`. */
 export interface ResourceList {
   /**
    * CPU quantity, e.g. `100m` or `1`.
@@ -10,9 +10,15 @@ export interface ResourceList {
    * @default none
    */
   readonly memory?: string;
+  /**
+   * Local ephemeral storage (container writable layer, logs, emptyDirs not in memory), Kubernetes
+   * `ephemeral-storage`, e.g. `1Gi`.
+   * @default none
+   */
+  readonly ephemeralStorage?: string;
 }
 
-/** CPU and memory requests and limits of a container, as in the Kubernetes `resources` field. */
+/** CPU, memory and ephemeral-storage requests and limits of a container, as in the Kubernetes `resources` field. */
 export interface ResourceRequirements {
   /**
    * What the scheduler reserves for the container.

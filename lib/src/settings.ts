@@ -1,7 +1,7 @@
 import { EnvFromSource, EnvVar } from './env';
-import { ServiceType } from './exposure';
+import { NetworkPolicyOptions, PodAntiAffinity, PodDisruptionBudgetOptions, ServiceType, TopologySpreadConstraint } from './exposure';
 import { Probe } from './probe';
-import { ResourceRequirements } from './resources';
+import { ImagePullPolicy, ResourceRequirements } from './resources';
 import { LocalObjectReference, Volume, VolumeMount } from './volume';
 
 /**
@@ -63,7 +63,7 @@ export interface AppSettings {
    */
   readonly tmpVolume?: boolean;
   /**
-   * CPU and memory requests and limits, as Kubernetes quantities.
+   * CPU, memory and ephemeral-storage requests and limits, as Kubernetes quantities.
    * @default none: the namespace's LimitRange or the scheduler's defaults apply
    */
   readonly resources?: ResourceRequirements;
@@ -87,4 +87,42 @@ export interface AppSettings {
    * @default ServiceType.NODE_PORT
    */
   readonly serviceType?: ServiceType;
+  /**
+   * When the kubelet pulls the image.
+   * @default ImagePullPolicy.IF_NOT_PRESENT
+   */
+  readonly imagePullPolicy?: ImagePullPolicy;
+  /**
+   * Name of the Service port; meshes and some ingress controllers read it as the protocol
+   * (`http`, `grpc`, `tcp-memcache`...). An IANA service name: at most 15 lower-case letters, digits and "-".
+   * @default "http"
+   */
+  readonly portName?: string;
+  /**
+   * Application protocol of the Service port (Kubernetes `appProtocol`), e.g. `http`, `kubernetes.io/h2c`
+   * or `tcp`; read by meshes and gateways before the port name.
+   * @default - none: the port name or the implementation decides
+   */
+  readonly appProtocol?: string;
+  /**
+   * Render a PodDisruptionBudget `<name>-pdb` selecting the app's pods.
+   * @default - none: a node drain may evict every pod at once
+   */
+  readonly podDisruptionBudget?: PodDisruptionBudgetOptions;
+  /**
+   * Render a NetworkPolicy `<name>-ingress` that lets only the given peers reach the port.
+   * @default - none: every pod and node may reach it
+   */
+  readonly networkPolicy?: NetworkPolicyOptions;
+  /**
+   * Spread the pods over the domains of node labels (Kubernetes `topologySpreadConstraints`, the
+   * label selector being the app's).
+   * @default - none: the scheduler's default spreading
+   */
+  readonly topologySpreadConstraints?: TopologySpreadConstraint[];
+  /**
+   * Keep the pods apart (a pod anti-affinity to the app's own pods).
+   * @default - none: several pods may share a node
+   */
+  readonly podAntiAffinity?: PodAntiAffinity;
 }

@@ -1,4 +1,4 @@
-// Deployments and Services that take a child's name and are not the CR's (Degraded NameConflict). The
+// Objects that take a child's name and are not the CR's (Degraded NameConflict). The
 // caches hold only objects carrying the children's label, so the operator's memory and watch traffic
 // grow with its own objects, not with the cluster's; someone else's object that blocks a CR is
 // watched by its name while it blocks one, so that its deletion retries the CR at once instead of at
@@ -15,9 +15,14 @@ export interface ConflictTracker {
 }
 
 /** Kinds whose cache is label-selected, so a blocking object of theirs needs a watch of its own. */
-const PLURALS: Record<string, string> = { Deployment: 'deployments', Service: 'services' };
+const PLURALS: Record<string, string> = {
+  Deployment: 'deployments',
+  Service: 'services',
+  PodDisruptionBudget: 'poddisruptionbudgets',
+  NetworkPolicy: 'networkpolicies',
+};
 
-/** `Kind namespace/name` of a Deployment or Service, or undefined for anything else. */
+/** `Kind namespace/name` of a child's kind, or undefined for anything else. */
 function idOf(obj: KubernetesObject): string | undefined {
   const { apiVersion, kind, metadata } = obj;
   if (!apiVersion || !kind || !PLURALS[kind] || !metadata?.namespace || !metadata.name) return undefined;

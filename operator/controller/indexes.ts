@@ -22,8 +22,9 @@ export function nodePortIndex(obj: KubernetesObject & { spec?: { nodePort?: unkn
 }
 
 /**
- * Index of CRs by the names their children take, `Deployment/<namespace>/<name>` and
- * `Service/<namespace>/<name>`: the CR a deleted foreign object of that name kept Degraded NameConflict.
+ * Index of CRs by the names their children take, `Deployment/<namespace>/<name>`,
+ * `Service/<namespace>/<name>` and those of the PodDisruptionBudget and NetworkPolicy a kind may ask
+ * for: the CR a deleted foreign object of that name kept Degraded NameConflict.
  */
 export const CHILD_NAME_INDEX = 'childName';
 
@@ -34,6 +35,8 @@ export function childNameIndex(obj: KubernetesObject): string[] {
   return [
     refKey({ kind: 'Deployment', namespace: obj.metadata?.namespace, name: names.deployment }),
     refKey({ kind: 'Service', namespace: obj.metadata?.namespace, name: names.service }),
+    refKey({ kind: 'PodDisruptionBudget', namespace: obj.metadata?.namespace, name: names.podDisruptionBudget }),
+    refKey({ kind: 'NetworkPolicy', namespace: obj.metadata?.namespace, name: names.networkPolicy }),
   ];
 }
 

@@ -1,6 +1,14 @@
 // The app-kind operator's wiring: what it watches, how each event maps to the key of the CR it
 // concerns, and what reconciles a key (one statement, in Operator's constructor).
-import { KubernetesObject, V1Deployment, V1Pod, V1ReplicaSet, V1Service } from '@kubernetes/client-node';
+import {
+  KubernetesObject,
+  V1Deployment,
+  V1NetworkPolicy,
+  V1Pod,
+  V1PodDisruptionBudget,
+  V1ReplicaSet,
+  V1Service,
+} from '@kubernetes/client-node';
 import { AppKind, AppKindCrd, ContainerApp } from 'cdk8s-appkind';
 import { OWNER_INDEX, ownerIndex, ResourceCache, withOwnManagedFields, withoutManagedFields } from '../runtime/cache.js';
 import { Controller, ControllerBuilder, KeySink, WatchEvent, WatchSource } from '../runtime/controller.js';
@@ -46,6 +54,19 @@ const DEPLOYMENTS: WatchSource = { apiVersion: 'apps/v1', kind: 'Deployment', pl
  * that runs only while some CR waits for a port (NodePortWaits).
  */
 const SERVICES: WatchSource = { apiVersion: 'v1', kind: 'Service', plural: 'services', labelSelector: CHILD_SELECTOR };
+/** Our PodDisruptionBudgets and NetworkPolicies (a kind renders them when it asks), label-selected as the Deployments. */
+const PDBS: WatchSource = {
+  apiVersion: 'policy/v1',
+  kind: 'PodDisruptionBudget',
+  plural: 'poddisruptionbudgets',
+  labelSelector: CHILD_SELECTOR,
+};
+const NETWORK_POLICIES: WatchSource = {
+  apiVersion: 'networking.k8s.io/v1',
+  kind: 'NetworkPolicy',
+  plural: 'networkpolicies',
+  labelSelector: CHILD_SELECTOR,
+};
 /** Only our pods: status reads nothing else of pods. */
 const OUR_PODS: WatchSource = { apiVersion: 'v1', kind: 'Pod', plural: 'pods', labelSelector: CHILD_SELECTOR };
 /** Our ReplicaSets: which pods belong to a CR's own Deployment. */
@@ -56,6 +77,8 @@ interface AppCaches {
   readonly crs: ReadonlyMap<string, ResourceCache<CachedResource>>;
   readonly deployments: ResourceCache<V1Deployment>;
   readonly services: ResourceCache<V1Service>;
+  readonly podDisruptionBudgets: ResourceCache<V1PodDisruptionBudget>;
+  readonly networkPolicies: ResourceCache<V1NetworkPolicy>;
   readonly pods: ResourceCache<V1Pod>;
   readonly replicaSets: ResourceCache<V1ReplicaSet>;
 }
@@ -110,9 +133,7 @@ export class Operator {
     const children = { transform: withOwnManagedFields(settings.fieldManager), indexers: { [OWNER_INDEX]: ownerIndex } };
     const watching = { rest, log, namespaces: settings.namespaces, staleMs: settings.watchStaleSeconds * 1000, onThrottled };
     // An object of someone else's that blocked a CR is gone: retry that CR now.
-    this.conflicts = new ConflictWatches(watching, (obj) =>
-      this.conflictingWith(this.controller.keys, obj.kind as 'Deployment' | 'Service', obj),
-    );
+    this.conflicts = new ConflictWatches(watching, (obj) => this.conflictingWith(this.controller.keys, obj.kind!, obj));
 
     // CRs waiting for a NodePort held by a Service not ours: retried when a Service gives one up.
     this.nodePortWaits = new NodePortWaits(
@@ -129,6 +150,18 @@ export class Operator {
       })
       .owns<'deployments', V1Deployment>('deployments', DEPLOYMENTS, (keys, e) => this.onDeployment(keys, e, expectations), children)
       .owns<'services', V1Service>('services', SERVICES, (keys, e) => this.onService(keys, e, expectations), children)
+      .owns<'podDisruptionBudgets', V1PodDisruptionBudget>(
+        'podDisruptionBudgets',
+        PDBS,
+        (keys, e) => this.onChild(keys, e, expectations),
+        children,
+      )
+      .owns<'networkPolicies', V1NetworkPolicy>(
+        'networkPolicies',
+        NETWORK_POLICIES,
+        (keys, e) => this.onChild(keys, e, expectations),
+        children,
+      )
       .watches<'pods', V1Pod>('pods', OUR_PODS, (keys, e) => this.onPod(keys, e), {
         transform: podSummary,
         indexers: { [OWNER_INDEX]: ownerIndex },
@@ -204,6 +237,17 @@ export class Operator {
     if (type === 'delete') this.conflictingWith(keys, 'Service', obj);
   }
 
+  /**
+   * A PodDisruptionBudget or NetworkPolicy event: its CR, unless only its status changed (the
+   * disruption controller's counts tick with every pod; status reads nothing of them).
+   */
+  private onChild(keys: KeySink, { type, obj, old, source }: WatchEvent<KubernetesObject>, expectations: Expectations): void {
+    expectations.observed(source.kind, obj);
+    this.deletedChildren.observed(source.kind, obj, type === 'delete');
+    if (type !== 'update' || !statusOnlyChange(old, obj)) this.ownerOf(keys, obj);
+    if (type === 'delete') this.conflictingWith(keys, source.kind, obj);
+  }
+
   /** A pod belongs to the CR named by its instance label, of every kind whose app name it carries. */
   private onPod(keys: KeySink, { type, obj, old }: WatchEvent<V1Pod>): void {
     if (type === 'update' && !podChanged(old, obj)) return;
@@ -255,13 +299,13 @@ export class Operator {
   }
 
   /**
-   * A Deployment or Service was deleted: a CR whose child takes its name and did not own it was
+   * A child's kind of object was deleted: a CR whose child takes its name and did not own it was
    * Degraded NameConflict because of it, and runs now instead of at its next backoff retry, which may
    * be DEGRADED_RETRY_SECONDS away; its backoff starts again from its base. Its status is not looked
    * at: a conflict written a moment ago may not be in the cache yet, and a CR that was not blocked
    * costs one no-op reconcile.
    */
-  private conflictingWith(keys: KeySink, kind: 'Deployment' | 'Service', obj: KubernetesObject): void {
+  private conflictingWith(keys: KeySink, kind: string, obj: KubernetesObject): void {
     const owner = controllerOf(obj)?.uid;
     this.retryNow(
       keys,

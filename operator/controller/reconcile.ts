@@ -1,6 +1,15 @@
 // The reconciler: one CR's children applied from what render() gives, the ones no longer rendered pruned,
 // and its status written; level-based, reading everything from the caches each time.
-import { KubernetesObject, V1Deployment, V1OwnerReference, V1Pod, V1ReplicaSet, V1Service } from '@kubernetes/client-node';
+import {
+  KubernetesObject,
+  V1Deployment,
+  V1NetworkPolicy,
+  V1OwnerReference,
+  V1Pod,
+  V1PodDisruptionBudget,
+  V1ReplicaSet,
+  V1Service,
+} from '@kubernetes/client-node';
 import { AppKind, ContainerApp, ContainerAppProps } from 'cdk8s-appkind';
 import { AppResource, appPropsFor, KubeObject } from '../kinds/render.js';
 import { appliedFieldsOf, drift as driftOf, firstReleased } from './diff.js';
@@ -48,6 +57,9 @@ export interface ReconcilerDeps {
   readonly crs: ReadonlyMap<string, CacheReader<CachedResource>>;
   readonly deployments: CacheReader<V1Deployment>;
   readonly services: CacheReader<V1Service>;
+  /** Children a kind renders when it asks for them (podDisruptionBudget, networkPolicy): cached as the others, to compare and prune. */
+  readonly podDisruptionBudgets: CacheReader<V1PodDisruptionBudget>;
+  readonly networkPolicies: CacheReader<V1NetworkPolicy>;
   readonly pods: CacheReader<V1Pod>;
   /** The app's ReplicaSets, slimmed to their owners: which pods belong to a CR's Deployment. */
   readonly replicaSets: CacheReader<V1ReplicaSet>;
@@ -223,11 +235,13 @@ export class Reconciler {
   private cacheFor(kind: string): CacheReader<KubernetesObject> | undefined {
     if (kind === 'Deployment') return this.deps.deployments;
     if (kind === 'Service') return this.deps.services;
+    if (kind === 'PodDisruptionBudget') return this.deps.podDisruptionBudgets;
+    if (kind === 'NetworkPolicy') return this.deps.networkPolicies;
     return undefined;
   }
 
   /**
-   * Applies one child unless the live object already holds it. Deployments and Services are cached
+   * Applies one child unless the live object already holds it. Children are cached
    * when they carry the children's label (ours, or someone's copy of render()'s objects), so a name
    * the cache lacks is not one of ours: the first apply is create-only,
    * which leaves someone else's object of that name alone (NameConflict) and needs no read before it.
@@ -311,9 +325,10 @@ export class Reconciler {
   private async prune(cr: CachedResource, desired: KubeObject[], log: Logger): Promise<ReconcileFailure | undefined> {
     const keep = new Set(desired.map((o) => refKey(refOf(o.kind, o))));
     const uid = cr.metadata.uid!;
-    const children = [...this.deps.deployments.byIndex(OWNER_INDEX, uid), ...this.deps.services.byIndex(OWNER_INDEX, uid)].filter(
-      (o) => !keep.has(refKey(refOf(o.kind!, o))),
-    );
+    const { deployments, services, podDisruptionBudgets, networkPolicies } = this.deps;
+    const children = [deployments, services, podDisruptionBudgets, networkPolicies]
+      .flatMap((cache: CacheReader<KubernetesObject>) => cache.byIndex(OWNER_INDEX, uid))
+      .filter((o) => !keep.has(refKey(refOf(o.kind!, o))));
     for (const child of children) {
       try {
         await this.deps.rest.delete(child);

@@ -77,6 +77,13 @@ function firstError(errors: ErrorObject[]): ErrorObject {
   return errors.find((e) => e.keyword !== 'type' && e.keyword !== 'oneOf') ?? errors.find((e) => e.keyword === 'oneOf')!;
 }
 
+/** How to write a value that does not match its setting's pattern. */
+function patternFix(at: string): string {
+  if (at.endsWith('mountPath')) return 'give an absolute path';
+  if (/^podDisruptionBudget\./.test(at)) return 'give a number like "1" or a percentage like "50%" (quoted)';
+  return 'give a Kubernetes quantity such as 500m or 128Mi';
+}
+
 /** One schema error as a sentence naming the setting and the fix. */
 function schemaMessage(e: ErrorObject): string {
   const at = settingPath(e.instancePath);
@@ -93,7 +100,7 @@ function schemaMessage(e: ErrorObject): string {
     case 'enum':
       return `${at} must be one of ${(p.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
     case 'pattern':
-      return `${at} does not match ${String(p.pattern)}; ${at.endsWith('mountPath') ? 'give an absolute path' : 'give a Kubernetes quantity such as 500m or 128Mi'}`;
+      return `${at} does not match ${String(p.pattern)}; ${patternFix(at)}`;
     case 'oneOf':
       return `${at} must be true, false or an object of the documented fields`;
     default:
@@ -112,6 +119,7 @@ function overridesOf(raw: unknown): AppKindOverrides | undefined {
     env: object(o.env),
     envFrom: flag(o.envFrom),
     resources: object(o.resources),
+    podDisruptionBudget: flag(o.podDisruptionBudget),
     serviceAccountName: flag(o.serviceAccountName),
   };
   const set = Object.fromEntries(Object.entries(out).filter(([, v]) => v !== undefined));

@@ -6,6 +6,7 @@ import {
   ContainerSecurity,
   EnvFromSource,
   EnvVar,
+  PodDisruptionBudgetOptions,
   ResourceList,
   ResourceRequirements,
 } from 'cdk8s-appkind';
@@ -30,6 +31,8 @@ export interface AppSpec {
   readonly resources?: ResourceRequirements;
   /** ServiceAccount of the pods (when the kind allows it). @default the kind's */
   readonly serviceAccountName?: string;
+  /** A PodDisruptionBudget replacing the kind's (when the kind allows it). @default the kind's */
+  readonly podDisruptionBudget?: PodDisruptionBudgetOptions;
 }
 
 /** A CR of an app kind as read from the API server (or written in a sample). */
@@ -106,6 +109,13 @@ export function appPropsFor(appKind: AppKind, cr: AppResource): ContainerAppProp
     serviceAccountName: (allowed.serviceAccountName && spec.serviceAccountName) || appKind.serviceAccountName,
     automountServiceAccountToken: appKind.automountServiceAccountToken,
     serviceType: appKind.serviceType,
+    portName: appKind.portName,
+    appProtocol: appKind.appProtocol,
+    imagePullPolicy: appKind.imagePullPolicy,
+    podDisruptionBudget: (allowed.podDisruptionBudget && spec.podDisruptionBudget) || appKind.podDisruptionBudget,
+    networkPolicy: appKind.networkPolicy,
+    topologySpreadConstraints: appKind.topologySpreadConstraints,
+    podAntiAffinity: appKind.podAntiAffinity,
   };
 }
 
@@ -165,11 +175,13 @@ export function overrideProblems(appKind: AppKind, cr: AppResource): string[] {
  * runAsNonRoot stands for all the "restricted" Pod Security Standard asks of the pod spec.
  */
 function securityOf(appKind: AppKind): ContainerSecurity | undefined {
-  const { runAsNonRoot, runAsUser, readOnlyRootFilesystem } = appKind;
-  if (runAsNonRoot === undefined && runAsUser === undefined && readOnlyRootFilesystem === undefined) return undefined;
+  const { runAsNonRoot, runAsUser, runAsGroup, readOnlyRootFilesystem } = appKind;
+  if (runAsNonRoot === undefined && runAsUser === undefined && runAsGroup === undefined && readOnlyRootFilesystem === undefined)
+    return undefined;
   return {
     runAsNonRoot,
     runAsUser,
+    runAsGroup,
     readOnlyRootFilesystem,
     ...(runAsNonRoot ? { dropAllCapabilities: true, seccompRuntimeDefault: true } : {}),
   };

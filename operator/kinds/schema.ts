@@ -44,7 +44,11 @@ const portField = int('Port; defaults to the kind port.', 1, 65535);
 
 const DEFINITIONS: Record<string, Schema> = {
   quantity: str('A Kubernetes quantity, e.g. 500m, 2, 128Mi.', { pattern: QUANTITY }),
-  resourceList: obj('CPU and memory.', { cpu: ref('quantity'), memory: ref('quantity') }),
+  resourceList: obj('CPU, memory and ephemeral storage.', {
+    cpu: ref('quantity'),
+    memory: ref('quantity'),
+    ephemeralStorage: ref('quantity'),
+  }),
   resources: obj('Requests and limits, as in the Kubernetes container resources.', {
     requests: ref('resourceList'),
     limits: ref('resourceList'),
@@ -122,6 +126,24 @@ const DEFINITIONS: Record<string, Schema> = {
     },
     ['name', 'mountPath'],
   ),
+  labelSelector: obj('Objects by exact labels.', {
+    matchLabels: { type: 'object', description: 'Labels an object must all carry.', additionalProperties: { type: 'string' } },
+  }),
+  networkPolicyPeer: obj('Who may reach the port: podSelector and/or namespaceSelector, or ipBlock.', {
+    podSelector: ref('labelSelector'),
+    namespaceSelector: ref('labelSelector'),
+    ipBlock: obj('An IP range.', { cidr: str('The range, e.g. 10.0.0.0/16.'), except: strings('Ranges inside it left out.') }, ['cidr']),
+  }),
+  topologySpreadConstraint: obj(
+    "Spread the pods over the domains of a node label (counting the app's own pods).",
+    {
+      topologyKey: str('Node label, e.g. topology.kubernetes.io/zone.', { minLength: 1 }),
+      maxSkew: int('Most the pod count may differ between two domains; defaults to 1.', 1),
+      whenUnsatisfiable: { enum: ['ScheduleAnyway', 'DoNotSchedule'], description: 'Defaults to ScheduleAnyway.' },
+      minDomains: int('Fewest eligible domains (with DoNotSchedule).', 1),
+    },
+    ['topologyKey'],
+  ),
   localObjectReference: obj('An object in the same namespace.', { name: str('Its name.') }, ['name']),
   overrides: obj('What CRs of the kind may set beside size, image, port and nodePort.', {
     args: bool('CRs may set spec.args (replacing the kind args).'),
@@ -139,6 +161,7 @@ const DEFINITIONS: Record<string, Schema> = {
       description: 'CRs may set spec.resources; true, or {maxCpu, maxMemory} bounds.',
       oneOf: [{ type: 'boolean' }, obj('Bounds of what a CR may ask.', { maxCpu: ref('quantity'), maxMemory: ref('quantity') })],
     },
+    podDisruptionBudget: bool("CRs may set spec.podDisruptionBudget (replacing the kind's)."),
     serviceAccountName: bool('CRs may set spec.serviceAccountName.'),
   }),
 };
@@ -157,6 +180,7 @@ export const KIND_PROPERTIES: Record<string, Schema> = {
   allowedImages: strings('Images a CR may ask for besides the kind image: exact, or prefixes ending in *.'),
   runAsNonRoot: bool('Run as non-root with every capability dropped and seccomp RuntimeDefault ("restricted").'),
   runAsUser: int('UID the container runs as.', 0, 2147483647),
+  runAsGroup: int('GID the container runs as.', 0, 2147483647),
   readOnlyRootFilesystem: bool('Mount the root filesystem read-only (a writable /tmp is added unless tmpVolume is false).'),
   tmpVolume: bool('Mount a writable emptyDir at /tmp when the root filesystem is read-only; defaults to true.'),
   command: strings('Entrypoint of the container (replaces the image ENTRYPOINT).'),
@@ -173,6 +197,28 @@ export const KIND_PROPERTIES: Record<string, Schema> = {
   serviceAccountName: str('ServiceAccount the pods run as.'),
   automountServiceAccountToken: bool('Mount the ServiceAccount token; defaults to false.'),
   serviceType: { enum: ['NodePort', 'ClusterIP'], description: 'Service type; defaults to NodePort.' },
+  portName: str('Name of the Service port (an IANA service name, e.g. http, tcp-memcache); defaults to http.'),
+  appProtocol: str('appProtocol of the Service port, e.g. http, tcp, kubernetes.io/h2c; defaults to none.'),
+  imagePullPolicy: {
+    enum: ['Always', 'IfNotPresent', 'Never'],
+    description: 'When the kubelet pulls the image; defaults to IfNotPresent.',
+  },
+  podDisruptionBudget: obj('A PodDisruptionBudget <name>-pdb for the pods; give one of the two.', {
+    minAvailable: str('Pods that must stay available: a number ("1") or a percentage ("50%").', { pattern: '^[0-9]+%?$' }),
+    maxUnavailable: str('Pods that may be unavailable: a number ("1") or a percentage ("50%"); defaults to "1".', {
+      pattern: '^[0-9]+%?$',
+    }),
+  }),
+  networkPolicy: obj(
+    'A NetworkPolicy <name>-ingress: only these peers reach the port.',
+    { from: list('Peers that may reach the port; [] lets none in.', 'networkPolicyPeer') },
+    ['from'],
+  ),
+  topologySpreadConstraints: list('Spread the pods over the domains of node labels.', 'topologySpreadConstraint'),
+  podAntiAffinity: obj('Keep the pods apart.', {
+    topologyKey: str('Node label whose domains hold at most one pod; defaults to kubernetes.io/hostname.', { minLength: 1 }),
+    required: bool('A hard rule (pods stay pending) rather than a preference; defaults to false.'),
+  }),
   overrides: ref('overrides'),
 };
 

@@ -1,6 +1,7 @@
 // The operator's ServiceAccount is no deputy for arbitrary pods (issue 26.3): the bundle's
 // ValidatingAdmissionPolicies refuse, for writes by that ServiceAccount, any Deployment or Service the
-// construct could not have rendered for a CR of a served kind, and let through everything it renders.
+// construct could not have rendered for a CR of a served kind (and any PodDisruptionBudget or
+// NetworkPolicy no such CR controls), and let through everything it renders.
 // Tested as the operator's own identity (a TokenRequest token of its ServiceAccount) on the real
 // control plane: the operator reconciles CRs of two kinds under the policy, and hand-made variants of
 // what it renders (privileged, host namespaces, hostPath, another ServiceAccount, Secret or image, a
@@ -40,9 +41,16 @@ let ns: string;
 let other: string;
 let operator: OperatorProcess;
 
+const PLURALS: Record<string, [string, string]> = {
+  Deployment: ['apps/v1', 'deployments'],
+  Service: ['v1', 'services'],
+  PodDisruptionBudget: ['policy/v1', 'poddisruptionbudgets'],
+  NetworkPolicy: ['networking.k8s.io/v1', 'networkpolicies'],
+};
+
 /** The HTTP code the API server answers a dry-run create of `obj` with (0: admitted), and its message. */
 async function dryRunCreate(client: RestClient, obj: KubernetesObject, namespace = ns): Promise<{ code: number; message: string }> {
-  const [apiVersion, plural] = obj.kind === 'Deployment' ? ['apps/v1', 'deployments'] : ['v1', 'services'];
+  const [apiVersion, plural] = PLURALS[obj.kind!]!;
   try {
     await client.request('POST', resourcePath({ apiVersion, plural, namespace }), { body: { ...obj, metadata: { ...obj.metadata, namespace } }, query: { dryRun: 'All' } });
     return { code: 0, message: '' };
@@ -80,8 +88,10 @@ beforeAll(async () => {
   const objects = (chart.toJson() as KubernetesObject[]).filter((o) => o.kind !== 'Deployment');
   expect(objects.filter((o) => o.kind?.startsWith('ValidatingAdmissionPolicy')).map((o) => `${o.kind}/${o.metadata?.name}`).sort()).toEqual([
     `ValidatingAdmissionPolicy/${operatorName}-deployments`,
+    `ValidatingAdmissionPolicy/${operatorName}-pod-policies`,
     `ValidatingAdmissionPolicy/${operatorName}-services`,
     `ValidatingAdmissionPolicyBinding/${operatorName}-deployments`,
+    `ValidatingAdmissionPolicyBinding/${operatorName}-pod-policies`,
     `ValidatingAdmissionPolicyBinding/${operatorName}-services`,
   ]);
   await applyManifests(kc, objects);
@@ -104,7 +114,7 @@ beforeAll(async () => {
 afterAll(async () => {
   expect(await operator?.stop('SIGTERM')).toBe(0);
   for (const k of ['ValidatingAdmissionPolicyBinding', 'ValidatingAdmissionPolicy']) {
-    for (const name of [`${operatorName}-deployments`, `${operatorName}-services`])
+    for (const name of [`${operatorName}-deployments`, `${operatorName}-services`, `${operatorName}-pod-policies`])
       await admin?.delete({ apiVersion: 'admissionregistration.k8s.io/v1', kind: k, metadata: { name } }).catch(() => undefined);
   }
   // The metrics reviews' ClusterRole and binding, and the scrapers' role: cluster-scoped, named for this file.
@@ -178,6 +188,22 @@ describe("the bundle's admission policy, for the operator's ServiceAccount", () 
       expect(await dryRunCreate(admin, s)).toEqual({ code: 0, message: '' });
     }, 60_000);
   }
+
+  test('refuses a PodDisruptionBudget or NetworkPolicy that no CR of a served kind controls, and admits one that one does', async () => {
+    const cr = (await admin.get<Resource>(crObject(SAMPLE_KIND, ns, 'probe')))!;
+    const owner = { apiVersion: cr.apiVersion!, kind: cr.kind!, name: 'probe', uid: cr.metadata!.uid!, controller: true, blockOwnerDeletion: true };
+    const guarded = { ...SAMPLE_KIND, podDisruptionBudget: {}, networkPolicy: { from: [] } };
+    const objs = render(guarded, cr as never).filter((o) => o.kind === 'PodDisruptionBudget' || o.kind === 'NetworkPolicy');
+    expect(objs.map((o) => o.kind)).toEqual(['PodDisruptionBudget', 'NetworkPolicy']);
+    for (const obj of objs) {
+      const orphan = { ...obj, metadata: { ...obj.metadata, name: `variant-${randomBytes(3).toString('hex')}`, namespace: ns } } as KubernetesObject;
+      expect(await dryRunCreate(asOperator, { ...orphan, metadata: { ...orphan.metadata, ownerReferences: [owner] } })).toEqual({ code: 0, message: '' });
+      const refused = await dryRunCreate(asOperator, orphan);
+      expect(refused).toMatchObject({ code: 403, message: expect.stringContaining(`ValidatingAdmissionPolicy '${operatorName}-pod-policies'`) });
+      expect(refused.message).toContain('whose controller is a CR of a kind it serves');
+      expect(await dryRunCreate(admin, orphan)).toEqual({ code: 0, message: '' });
+    }
+  }, 60_000);
 
   test('the operator logged no error', () => {
     expect(operator.exited).toBe(false);

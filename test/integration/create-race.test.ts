@@ -5,7 +5,7 @@
 // cache has seen it. Reproduced deterministically: a Reconciler over Deployment and Service caches that
 // listed the namespace and then stopped watching, against the real API server.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { KubeConfig, KubernetesObject, V1Deployment, V1Pod, V1ReplicaSet, V1Service } from '@kubernetes/client-node';
+import { KubeConfig, KubernetesObject, V1Deployment, V1NetworkPolicy, V1Pod, V1PodDisruptionBudget, V1ReplicaSet, V1Service } from '@kubernetes/client-node';
 import { AppKind } from 'cdk8s-appkind';
 import { OWNER_INDEX, ownerIndex, ResourceCache, withOwnManagedFields, withoutManagedFields } from '../../operator/runtime/cache.js';
 import { SAMPLE_KIND } from '../../operator/kinds/config.js';
@@ -59,6 +59,8 @@ async function staleReconciler(): Promise<{ reconciler: Reconciler; crs: Resourc
     crs: new Map([[kind.kind, crs as ResourceCache<CachedResource>]]),
     deployments: new ResourceCache([deployments]),
     services: new ResourceCache([services]),
+    podDisruptionBudgets: new ResourceCache<V1PodDisruptionBudget>([]),
+    networkPolicies: new ResourceCache<V1NetworkPolicy>([]),
     pods: new ResourceCache<V1Pod>([]),
     replicaSets: new ResourceCache<V1ReplicaSet>([]),
     rest,

@@ -9,7 +9,7 @@
 // real API server and garbage collector. A child deleted by hand while its CR exists is still
 // created again.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { KubeConfig, KubernetesObject, V1Deployment, V1Pod, V1ReplicaSet, V1Service } from '@kubernetes/client-node';
+import { KubeConfig, KubernetesObject, V1Deployment, V1NetworkPolicy, V1Pod, V1PodDisruptionBudget, V1ReplicaSet, V1Service } from '@kubernetes/client-node';
 import { AppKind } from 'cdk8s-appkind';
 import { OWNER_INDEX, ownerIndex, ResourceCache, withOwnManagedFields, withoutManagedFields } from '../../operator/runtime/cache.js';
 import { SAMPLE_KIND } from '../../operator/kinds/config.js';
@@ -62,6 +62,8 @@ async function staleCrReconciler(deleted: DeletedChildren | undefined): Promise<
     crs: new Map([[kind.kind, new ResourceCache([crInformer])]]),
     deployments,
     services,
+    podDisruptionBudgets: new ResourceCache<V1PodDisruptionBudget>([]),
+    networkPolicies: new ResourceCache<V1NetworkPolicy>([]),
     pods: new ResourceCache<V1Pod>([]),
     replicaSets: new ResourceCache<V1ReplicaSet>([]),
     rest,
@@ -83,6 +85,8 @@ async function convergedCr(name: string): Promise<string> {
     crs: new Map([[kind.kind, crs]]),
     deployments: new ResourceCache<V1Deployment>([]),
     services: new ResourceCache<V1Service>([]),
+    podDisruptionBudgets: new ResourceCache<V1PodDisruptionBudget>([]),
+    networkPolicies: new ResourceCache<V1NetworkPolicy>([]),
     pods: new ResourceCache<V1Pod>([]),
     replicaSets: new ResourceCache<V1ReplicaSet>([]),
     rest,

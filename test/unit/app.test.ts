@@ -3,7 +3,7 @@ import { ApiObject, App, Chart, Size, Testing } from 'cdk8s';
 import * as kplus from 'cdk8s-plus-27';
 import * as kplus33 from 'cdk8s-plus-33';
 import { Construct } from 'constructs';
-import { ContainerApp, ContainerAppProps, ImagePullPolicy, ServiceType } from 'cdk8s-appkind';
+import { ContainerApp, ContainerAppProps, ImagePullPolicy, ServiceType, WhenUnsatisfiable } from 'cdk8s-appkind';
 
 type Obj = { kind: string; metadata: { name: string; labels?: Record<string, string>; annotations?: Record<string, string> }; spec: Record<string, unknown> };
 type Container = {
@@ -344,6 +344,38 @@ describe('ContainerApp: what real images need (Kubernetes names and shapes)', ()
     expect(synth((ch) => new ContainerApp(ch, 'p', BASE)).map((o) => o.kind)).toEqual(['Deployment', 'Service']);
   });
 
+  test('spread constraints and an anti-affinity count the app\'s own pods; the Service port\'s name and appProtocol; ephemeral storage', () => {
+    const objs = synth((ch) => new ContainerApp(ch, 's', {
+      ...BASE,
+      topologySpreadConstraints: [
+        { topologyKey: 'topology.kubernetes.io/zone' },
+        { topologyKey: 'kubernetes.io/hostname', maxSkew: 2, whenUnsatisfiable: WhenUnsatisfiable.DO_NOT_SCHEDULE, minDomains: 3 },
+      ],
+      podAntiAffinity: {},
+      portName: 'tcp-memcache',
+      appProtocol: 'tcp',
+      resources: { requests: { ephemeralStorage: '64Mi' }, limits: { ephemeralStorage: '1Gi', memory: '128Mi' } },
+    }));
+    const pod = templateOf(deploymentOf(objs)).spec as unknown as Record<string, unknown>;
+    const labelSelector = { matchLabels: SELECTOR };
+    expect(pod.topologySpreadConstraints).toEqual([
+      { maxSkew: 1, topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'ScheduleAnyway', labelSelector },
+      { maxSkew: 2, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'DoNotSchedule', labelSelector, minDomains: 3 },
+    ]);
+    expect(pod.affinity).toEqual({ podAntiAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 100, podAffinityTerm: { labelSelector, topologyKey: 'kubernetes.io/hostname' } }] } });
+    expect(containerOf(deploymentOf(objs)).resources).toEqual({ limits: { memory: '128Mi', 'ephemeral-storage': '1Gi' }, requests: { 'ephemeral-storage': '64Mi' } });
+    expect(serviceOf(objs).spec.ports).toEqual([{ name: 'tcp-memcache', port: 5000, targetPort: 5000, appProtocol: 'tcp' }]);
+    const required = synth((ch) => new ContainerApp(ch, 's', { ...BASE, podAntiAffinity: { required: true, topologyKey: 'topology.kubernetes.io/zone' } }));
+    expect((templateOf(deploymentOf(required)).spec as unknown as Record<string, unknown>).affinity).toEqual({
+      podAntiAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [{ labelSelector, topologyKey: 'topology.kubernetes.io/zone' }] },
+    });
+    // None of them asked for: none rendered, the port named http as always.
+    const plain = synth((ch) => new ContainerApp(ch, 's', BASE));
+    expect(templateOf(deploymentOf(plain)).spec).not.toHaveProperty('affinity');
+    expect(templateOf(deploymentOf(plain)).spec).not.toHaveProperty('topologySpreadConstraints');
+    expect(serviceOf(plain).spec.ports).toEqual([{ name: 'http', port: 5000, targetPort: 5000 }]);
+  });
+
   test.each<[string, Partial<ContainerAppProps>, RegExp]>([
     ['value and valueFrom', { env: [{ name: 'A', value: 'x', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }] }, /env A has both value and valueFrom; give one/],
     ['two sources', { env: [{ name: 'A', valueFrom: { fieldRef: { fieldPath: 'x' }, secretKeyRef: { name: 's', key: 'k' } } }] }, /env A.valueFrom needs exactly one of configMapKeyRef, secretKeyRef or fieldRef/],
@@ -362,6 +394,13 @@ describe('ContainerApp: what real images need (Kubernetes names and shapes)', ()
     ['both budgets', { podDisruptionBudget: { minAvailable: '1', maxUnavailable: '1' } }, /podDisruptionBudget has both minAvailable and maxUnavailable/],
     ['a budget that is no number', { podDisruptionBudget: { maxUnavailable: 'half' } }, /podDisruptionBudget.maxUnavailable "half" is neither a number/],
     ['an empty peer', { networkPolicy: { from: [{}] } }, /networkPolicy.from\[0\] needs podSelector and\/or namespaceSelector, or ipBlock alone/],
+    ['a port name too long', { portName: 'memcached-binary' }, /portName "memcached-binary" is not an IANA service name/],
+    ['a port name of digits', { portName: '11211' }, /portName "11211" is not an IANA service name/],
+    ['an appProtocol with a space', { appProtocol: 'h 2' }, /appProtocol "h 2" is not a protocol name/],
+    ['a zero skew', { topologySpreadConstraints: [{ topologyKey: 'zone', maxSkew: 0 }] }, /topologySpreadConstraints\[0\].maxSkew 0 is not an integer of at least 1/],
+    ['minDomains without DoNotSchedule', { topologySpreadConstraints: [{ topologyKey: 'zone', minDomains: 2 }] }, /topologySpreadConstraints\[0\].minDomains needs whenUnsatisfiable DoNotSchedule/],
+    ['an empty topology key', { topologySpreadConstraints: [{ topologyKey: '' }] }, /topologySpreadConstraints\[0\].topologyKey "" is not a node label key/],
+    ['a bad anti-affinity key', { podAntiAffinity: { topologyKey: 'a b' } }, /podAntiAffinity.topologyKey "a b" is not a node label key/],
   ])('refuses %s with a message naming the construct and the fix', (_what, bad, message) => {
     expect(() => synth((ch) => new ContainerApp(ch, 'broken', { ...BASE, ...bad }))).toThrow(message);
     expect(() => synth((ch) => new ContainerApp(ch, 'broken', { ...BASE, ...bad }))).toThrow(/ContainerApp .*broken/);

@@ -77,6 +77,8 @@ const RECONCILE_RULES = [
   { apiGroups: ['swallowlab.com'], resources: ['echoflasks/finalizers'], verbs: ['update'] },
   { apiGroups: ['apps'], resources: ['deployments'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
   { apiGroups: [''], resources: ['services'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
+  { apiGroups: ['policy'], resources: ['poddisruptionbudgets'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
+  { apiGroups: ['networking.k8s.io'], resources: ['networkpolicies'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
   { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] },
   { apiGroups: ['apps'], resources: ['replicasets'], verbs: ['list', 'watch'] },
   { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
@@ -152,7 +154,7 @@ describe('OperatorBundle', () => {
       expect(new Set(rules.flatMap((r) => r.resources))).toEqual(
         new Set([
           'echoflasks', 'echoflasks/status', 'echoflasks/finalizers', 'takaras', 'takaras/status', 'takaras/finalizers',
-          'deployments', 'services', 'pods', 'replicasets', 'events', 'leases', 'tokenreviews', 'subjectaccessreviews',
+          'deployments', 'services', 'poddisruptionbudgets', 'networkpolicies', 'pods', 'replicasets', 'events', 'leases', 'tokenreviews', 'subjectaccessreviews',
         ]),
       );
     }
@@ -179,7 +181,7 @@ describe('OperatorBundle', () => {
     expect(envOf(objs).APPKIND_WATCH_NAMESPACE).toBe('team-a,team-b');
   });
 
-  it("renders admission policies that judge only the operator's own writes of Deployments and Services, and refuse with 403", () => {
+  it("renders admission policies that judge only the operator's own writes of Deployments, Services, PodDisruptionBudgets and NetworkPolicies, and refuse with 403", () => {
     type Policy = {
       metadata: { name: string };
       spec: {
@@ -191,15 +193,21 @@ describe('OperatorBundle', () => {
     };
     const objs = synth() as unknown as (Manifest & Policy & { spec: { policyName?: string; validationActions?: string[] } })[];
     const policies = objs.filter((o) => o.kind === 'ValidatingAdmissionPolicy');
-    expect(policies.map((p) => p.metadata.name)).toEqual(['appkind-operator-deployments', 'appkind-operator-services']);
+    expect(policies.map((p) => p.metadata.name)).toEqual(['appkind-operator-deployments', 'appkind-operator-services', 'appkind-operator-pod-policies']);
     expect(objs.filter((o) => o.kind === 'ValidatingAdmissionPolicyBinding').map((b) => [b.metadata.name, b.spec.policyName, b.spec.validationActions])).toEqual([
       ['appkind-operator-deployments', 'appkind-operator-deployments', ['Deny']],
       ['appkind-operator-services', 'appkind-operator-services', ['Deny']],
+      ['appkind-operator-pod-policies', 'appkind-operator-pod-policies', ['Deny']],
     ]);
+    expect(policies.map((p) => p.spec.matchConstraints.resourceRules.flatMap((r) => r.resources))).toEqual([
+      ['deployments'], ['services'], ['poddisruptionbudgets', 'networkpolicies'],
+    ]);
+    // A PodDisruptionBudget or NetworkPolicy not controlled by a CR of a served kind is refused: nothing else of them.
+    expect(policies[2]!.spec.validations).toHaveLength(1);
     for (const p of policies) {
       expect(p.spec.failurePolicy).toBe('Fail');
       expect(p.spec.matchConditions.map((c) => c.expression)).toEqual(["request.userInfo.username == 'system:serviceaccount:appkind-system:appkind-operator'"]);
-      expect(p.spec.matchConstraints.resourceRules.flatMap((r) => r.operations)).toEqual(['CREATE', 'UPDATE']);
+      expect([...new Set(p.spec.matchConstraints.resourceRules.flatMap((r) => r.operations))]).toEqual(['CREATE', 'UPDATE']);
       expect(new Set(p.spec.validations.map((v) => v.reason))).toEqual(new Set(['Forbidden']));
       // The first rule: a controller reference to a CR of a served kind.
       expect(p.spec.validations[0]!.expression).toBe("variables.owner in ['swallowlab.com/v1alpha1, Kind=EchoFlask', 'maho.takara.org/v1alpha1, Kind=Takara']");

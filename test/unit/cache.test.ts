@@ -130,11 +130,12 @@ describe('NodePorts a Service gives up', () => {
 });
 
 describe('child names a foreign object can take', () => {
-  it('index CRs by the names render() gives their Deployment and Service', () => {
+  it('index CRs by the names render() gives their Deployment, Service, PodDisruptionBudget and NetworkPolicy', () => {
     const cr = { apiVersion: 'x/v1', kind: SAMPLE_KIND.kind, metadata: { name: 'web', namespace: 'ns' }, spec: { size: 1 } };
-    const names = render(SAMPLE_KIND, cr).map((o) => refKey({ kind: o.kind, namespace: 'ns', name: o.metadata.name })).sort();
+    const guarded = { ...SAMPLE_KIND, podDisruptionBudget: {}, networkPolicy: { from: [] } };
+    const names = render(guarded, cr).map((o) => refKey({ kind: o.kind, namespace: 'ns', name: o.metadata.name })).sort();
     expect(childNameIndex(cr).sort()).toEqual(names);
-    expect(names).toEqual(['Deployment/ns/web-deployment', 'Service/ns/web-svc']);
+    expect(names).toEqual(['Deployment/ns/web-deployment', 'NetworkPolicy/ns/web-ingress', 'PodDisruptionBudget/ns/web-pdb', 'Service/ns/web-svc']);
     expect(childNameIndex({})).toEqual([]);
   });
 });

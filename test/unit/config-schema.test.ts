@@ -15,7 +15,7 @@ describe('schema/appkinds.schema.json (what an editor checks)', () => {
     expect(readFileSync(join(root, 'schema', 'appkinds.schema.json'), 'utf8')).toBe(configSchemaJson());
   });
 
-  test.each(['appkinds.yaml', 'real-apps.yaml'])('accepts examples/%s, as the operator does', (file) => {
+  test.each(['appkinds.yaml', 'real-apps.yaml', 'production.yaml'])('accepts examples/%s, as the operator does', (file) => {
     const doc = parse(readFileSync(join(root, 'examples', file), 'utf8')) as unknown;
     expect(editorCheck(doc)).toBe(true);
     expect(kindsFromDocument(doc, file).length).toBeGreaterThan(0);
@@ -28,6 +28,8 @@ describe('schema/appkinds.schema.json (what an editor checks)', () => {
       readinessProbe: { tcpSocket: {} }, livenessProbe: { tcpSocket: {} }, startupProbe: { tcpSocket: {} }, resources: { limits: { memory: '1Gi' } },
       volumes: [{ name: 'v', emptyDir: {} }], volumeMounts: [{ name: 'v', mountPath: '/v' }], imagePullSecrets: [{ name: 'r' }],
       serviceAccountName: 'sa', automountServiceAccountToken: true, serviceType: 'ClusterIP', overrides: { args: true },
+      runAsGroup: 1000, portName: 'tcp-a', appProtocol: 'tcp', imagePullPolicy: 'Always', podDisruptionBudget: { minAvailable: '50%' },
+      networkPolicy: { from: [{ podSelector: { matchLabels: { a: 'b' } } }] }, topologySpreadConstraints: [{ topologyKey: 'zone' }], podAntiAffinity: {},
     };
     expect(Object.keys(everything).sort()).toEqual(Object.keys(KIND_PROPERTIES).sort());
     expect(editorCheck({ kinds: [everything] })).toBe(true);

@@ -135,7 +135,20 @@ describe('kind configuration', () => {
     ['volumeMounts: [{name: cache, mountPath: /cache}]', /volumeMount \/cache names the volume "cache", which volumes does not list; add it to volumes/],
     ['overrides: {env: {allow: [A]}}', /overrides\.env\.allow is not a known setting; remove it, or use one of: deny/],
     ['overrides: {env: "yes"}', /overrides\.env must be true, false or an object of the documented fields/],
-    ['overrides: {hostNetwork: true}', /overrides\.hostNetwork is not a known setting; remove it, or use one of: args, env, envFrom, resources, serviceAccountName/],
+    ['imagePullPolicy: Sometimes', /kinds\[0\]: imagePullPolicy must be one of "Always", "IfNotPresent", "Never"/],
+    ['podDisruptionBudget: {maxUnavailable: 1}', /kinds\[0\]: podDisruptionBudget\.maxUnavailable must be string; quote the value/],
+    ['podDisruptionBudget: {minAvailable: "half"}', /podDisruptionBudget\.minAvailable does not match .*; give a number like "1" or a percentage like "50%"/],
+    ['podDisruptionBudget: {minAvailable: "1", maxUnavailable: "1"}', /kinds\[0\]: podDisruptionBudget has both minAvailable and maxUnavailable; give one/],
+    ['networkPolicy: {}', /kinds\[0\]: networkPolicy lacks from; add it/],
+    ['networkPolicy: {from: [{podSelector: {}, ipBlock: {cidr: 10.0.0.0/8}}]}', /kinds\[0\]: networkPolicy\.from\[0\] needs podSelector and\/or namespaceSelector, or ipBlock alone/],
+    ['topologySpreadConstraints: [{maxSkew: 1}]', /kinds\[0\]: topologySpreadConstraints\[0\] lacks topologyKey; add it/],
+    ['topologySpreadConstraints: [{topologyKey: zone, maxSkew: 0}]', /kinds\[0\]: topologySpreadConstraints\[0\]\.maxSkew must be >= 1/],
+    ['topologySpreadConstraints: [{topologyKey: zone, whenUnsatisfiable: Never}]', /topologySpreadConstraints\[0\]\.whenUnsatisfiable must be one of "ScheduleAnyway", "DoNotSchedule"/],
+    ['podAntiAffinity: {topologyKey: zone, preferred: true}', /podAntiAffinity\.preferred is not a known setting; remove it, or use one of: topologyKey, required/],
+    ['portName: memcached-binary', /kinds\[0\]: portName "memcached-binary" is not an IANA service name; give at most 15 lower-case letters/],
+    ['resources: {limits: {ephemeral-storage: 1Gi}}', /resources\.limits\.ephemeral-storage is not a known setting; remove it, or use one of: cpu, memory, ephemeralStorage/],
+    ['runAsGroup: -1', /kinds\[0\]: runAsGroup must be >= 0/],
+    ['overrides: {hostNetwork: true}', /overrides\.hostNetwork is not a known setting; remove it, or use one of: args, env, envFrom, resources, podDisruptionBudget, serviceAccountName/],
   ])('a misshapen setting (%s) names the setting, the file and the fix', (setting, message) => {
     const file = writeTemp('kinds.yaml', `kinds:\n  - {group: a.example.com, version: v1, kind: A, image: "a:1", port: 80, ${setting}}\n`);
     expect(() => kindsFromFile(file)).toThrow(ConfigError);

@@ -113,3 +113,28 @@ describe('examples/real-apps.yaml', () => {
     expect(Object.keys(readme)).toEqual(expect.arrayContaining(['env', 'readinessProbe', 'volumes', 'volumeMounts']));
   });
 });
+
+describe('examples/production.yaml', () => {
+  const [kind, ...others] = kindsFromFile(join(root, 'examples', 'production.yaml'));
+  const [cr] = parseAllDocuments(readFileSync(join(root, 'examples', 'production-crs.yaml'), 'utf8')).map((d) => d.toJS() as AppResource);
+
+  test('one kind and its CR: a Deployment, a ClusterIP Service, a PodDisruptionBudget and a NetworkPolicy, all named for the CR', () => {
+    expect(others).toEqual([]);
+    expect(cr).toMatchObject({ apiVersion: 'prod.example.com/v1', kind: 'WebFront', spec: { size: 3 } });
+    const objs = render(kind!, { ...cr!, metadata: { ...cr!.metadata, namespace: 'shop' } }) as unknown as Obj[];
+    expect(objs.map((o) => `${o.kind} ${o.metadata.name}`)).toEqual([
+      'Deployment storefront-deployment', 'Service storefront-svc', 'PodDisruptionBudget storefront-pdb', 'NetworkPolicy storefront-ingress',
+    ]);
+    const pod = objs[0]!.spec.template!.spec as Pod & { affinity?: unknown; topologySpreadConstraints?: unknown[] };
+    expect(pod.containers[0]).toMatchObject({
+      imagePullPolicy: 'Always',
+      resources: { requests: { 'ephemeral-storage': '64Mi' }, limits: { 'ephemeral-storage': '256Mi', cpu: '500m', memory: '128Mi' } },
+      securityContext: { runAsUser: 10101, runAsGroup: 10101, readOnlyRootFilesystem: true, runAsNonRoot: true },
+    });
+    expect(pod.affinity).toBeDefined();
+    expect(pod.topologySpreadConstraints).toHaveLength(1);
+    expect(objs[1]!.spec).toMatchObject({ type: 'ClusterIP', ports: [{ name: 'http', appProtocol: 'http', port: 8080 }] });
+    // No CR field for any of them: the CRD offers size, image and port only (ClusterIP: no nodePort).
+    expect(Object.keys(specOf(kind!)).sort()).toEqual(['image', 'port', 'size']);
+  });
+});

@@ -2,7 +2,7 @@
 // the event recorder): what it sends for a new CR, a converged one, drift, a name conflict and a
 // child no longer rendered. The integration tests run the same code against the real control plane.
 import { beforeEach, describe, expect, test } from '@jest/globals';
-import { KubernetesObject, V1Deployment, V1Pod, V1ReplicaSet, V1Service } from '@kubernetes/client-node';
+import { KubernetesObject, V1Deployment, V1NetworkPolicy, V1Pod, V1PodDisruptionBudget, V1ReplicaSet, V1Service } from '@kubernetes/client-node';
 import { SAMPLE_KIND } from '../../operator/kinds/config.js';
 import { render } from '../../operator/kinds/render.js';
 import { CachedResource, Reconciler, ReconcileError } from '../../operator/controller/reconcile.js';
@@ -106,6 +106,8 @@ describe('Reconciler', () => {
       crs: new Map([[SAMPLE_KIND.kind, crs]]),
       deployments,
       services,
+      podDisruptionBudgets: new MemoryCache<V1PodDisruptionBudget>({ [OWNER_INDEX]: ownerIndex }),
+      networkPolicies: new MemoryCache<V1NetworkPolicy>({ [OWNER_INDEX]: ownerIndex }),
       pods,
       replicaSets: new MemoryCache<V1ReplicaSet>({ [OWNER_INDEX]: ownerIndex }),
       rest: client,
@@ -178,6 +180,8 @@ describe('Reconciler', () => {
       crs: new Map([[SAMPLE_KIND.kind, crs]]),
       deployments,
       services,
+      podDisruptionBudgets: new MemoryCache<V1PodDisruptionBudget>({ [OWNER_INDEX]: ownerIndex }),
+      networkPolicies: new MemoryCache<V1NetworkPolicy>({ [OWNER_INDEX]: ownerIndex }),
       pods,
       replicaSets: new MemoryCache<V1ReplicaSet>({ [OWNER_INDEX]: ownerIndex }),
       rest: client,

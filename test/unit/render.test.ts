@@ -3,6 +3,7 @@ import { Testing } from 'cdk8s';
 import { EchoFlask } from '../../imports/swallowlab.com.js';
 import { Takara } from '../../imports/maho.takara.org.js';
 import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { crdObjects } from '../../operator/kinds/crd-yaml.js';
 import { render, type AppResource } from '../../operator/kinds/render.js';
 import { sampleResource } from '../../sample.js';
 
@@ -58,6 +59,25 @@ describe('render', () => {
       resources: { limits: { cpu: '1', memory: '2Gi' } },
     });
     expect(open.serviceAccountName).toBe('cr-sa');
+  });
+
+  test('a CR replaces the kind\'s PodDisruptionBudget only where the kind allows it; its CRD then has the field, one of the two counts', () => {
+    const base = { ...SAMPLE_KIND, podDisruptionBudget: { minAvailable: '1' } };
+    const budgetOf = (kind: typeof base, spec: AppResource['spec']) =>
+      (render(kind, cr(spec)).find((o) => o.kind === 'PodDisruptionBudget') as unknown as { spec: Record<string, unknown> } | undefined)?.spec;
+    expect(budgetOf(base, { size: 4, podDisruptionBudget: { maxUnavailable: '50%' } })).toMatchObject({ minAvailable: 1 });
+    const open = { ...base, overrides: { podDisruptionBudget: true } };
+    expect(budgetOf(open, { size: 4, podDisruptionBudget: { maxUnavailable: '50%' } })).toMatchObject({ maxUnavailable: '50%' });
+    expect(budgetOf(open, { size: 4 })).toMatchObject({ minAvailable: 1 });
+    // A kind without a budget of its own lets a CR ask for one.
+    expect(budgetOf({ ...SAMPLE_KIND, overrides: { podDisruptionBudget: true } } as typeof base, { podDisruptionBudget: {} })).toMatchObject({ maxUnavailable: 1 });
+    type Props = Record<string, { properties?: Record<string, { pattern?: string }>; 'x-kubernetes-validations'?: unknown }>;
+    const specProps = (kind: typeof base) => (crdObjects([kind])[0] as unknown as { spec: { versions: { schema: { openAPIV3Schema: { properties: { spec: { properties: Props } } } } }[] } })
+      .spec.versions[0]!.schema.openAPIV3Schema.properties.spec.properties;
+    expect(specProps(base)).not.toHaveProperty('podDisruptionBudget');
+    const field = specProps(open).podDisruptionBudget!;
+    expect(field.properties!.maxUnavailable!.pattern).toBe('^[0-9]+%?$');
+    expect(field['x-kubernetes-validations']).toEqual([{ rule: '!(has(self.minAvailable) && has(self.maxUnavailable))', message: 'give minAvailable or maxUnavailable, not both' }]);
   });
 
   test('a CR without spec gets one pod; a missing namespace stays unset', () => {
