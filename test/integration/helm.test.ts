@@ -22,7 +22,7 @@ import { parse, parseAllDocuments, stringify } from 'yaml';
 import { RestClient } from '../../operator/runtime/rest.js';
 import { ControlPlane } from '../../tools/controlplane/controlplane.js';
 import { loadEchoStandIn } from '../../tools/echo-image.js';
-import { CHART_DIR } from '../../tools/release/chart.js';
+import { CHART_DIR, kindValues } from '../../tools/release/chart.js';
 import { bundleObjects, installYaml } from '../../tools/release/manifests.js';
 import { eventually } from './cluster.js';
 import { PODMAN_ENV } from './operator-container.js';
@@ -259,7 +259,11 @@ describe('the chart on a cluster', () => {
 
   test('a release of the generated chart (the operator in appkind-system) reconciles the walkthrough CR until the app answers', async () => {
     // As its docs said: no -n (Helm's record in default), the chart's own Namespace appkind-system.
-    expect(await helm('install', RELEASE, PREVIOUS_CHART, '--set', `image=${IMAGE}`)).toMatch(/STATUS: deployed/);
+    // Only this version's operator image is built here, and it watches more than the previous rules
+    // grant (PodDisruptionBudgets, NetworkPolicies): the previous chart gets this version's rules.
+    const previous = join(scratch, 'previous.values.yaml');
+    writeFileSync(previous, stringify({ image: IMAGE, kindObjects: { rules: kindValues(loadAppKinds({})).kindObjects.rules } }));
+    expect(await helm('install', RELEASE, PREVIOUS_CHART, '-f', previous)).toMatch(/STATUS: deployed/);
     await operatorReady('appkind-system');
     await rest.apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: walkthrough } }, 'test-user');
     const cr = parse(readFileSync(join(root, 'examples', 'example-echoflask.yaml'), 'utf8')) as KubernetesObject;
