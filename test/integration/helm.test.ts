@@ -274,7 +274,8 @@ describe('the chart on a cluster', () => {
   });
 
   test('helm upgrade to this chart is refused where it would move the operator, naming the values that keep it in place', async () => {
-    await expect(helm('upgrade', RELEASE, chart)).rejects.toThrow(/release appkind runs the operator in namespace appkind-system; this upgrade would move it to default. To keep it where it is, add --set namespace=appkind-system \(and --set createNamespace=true/);
+    // A value given, as an upgrade usually has: without any, helm upgrade reuses the previous release's values.
+    await expect(helm('upgrade', RELEASE, chart, '--set', `image=${IMAGE}`)).rejects.toThrow(/release appkind runs the operator in namespace appkind-system; this upgrade would move it to default. To keep it where it is, add --set namespace=appkind-system \(and --set createNamespace=true/);
   });
 
   test('helm upgrade with those values keeps the CR and its app, and the upgraded operator serves the CR and an added kind', async () => {
