@@ -50,5 +50,6 @@ COPY --from=build /app/lib/package.json ./lib/
 COPY --from=build /app/operator/package.json ./operator/
 COPY --from=build /app/build/operator/main.js ./build/operator/
 USER 65532:65532
-EXPOSE 8080 8081
+# Metrics (HTTPS) and health (plain HTTP), the defaults of APPKIND_METRICS_PORT and APPKIND_HEALTH_PORT.
+EXPOSE 8443 8081
 ENTRYPOINT ["node", "build/operator/main.js"]

@@ -155,7 +155,7 @@ export function table(r: BenchResults): string {
   if (restarts.length > 0) {
     lines.push(
       '',
-      'Start and restart (issue 25 item 4; the last repetition of a row): from the process\'s spawn until its caches are synced and every CR was checked ' +
+      'Start and restart (the last repetition of a row): from the process\'s spawn until its caches are synced and every CR was checked ' +
         '(`controller_runtime_reconcile_total` >= N, work queue empty), on the N converged CRs, and the writes it made meanwhile (Leases left out):',
       '',
       '| N | start on an empty cluster: operator | restart on N converged CRs: operator / Go | ratio | writes during the restart: operator / Go |',
@@ -246,7 +246,7 @@ export function table(r: BenchResults): string {
   if (repeated25.length > 0) {
     lines.push(
       '',
-      'The same repetitions against the CR floor, with memory, restart and the unrelated-objects run (issue 25):',
+      'The same repetitions against the CR floor, with memory, restart and the unrelated-objects run:',
       '',
       '| N | repetition (UTC) | operator / CR floor: create / scale / kube-apiserver CPU / all CPU | RSS idle / peak: operator; Go | restart on N converged CRs: operator / Go (writes) | with unrelated objects: start / RSS idle / RSS peak / CPU / edit p99 ratios |',
       '|---|---|---|---|---|---|',
@@ -316,7 +316,7 @@ export function table(r: BenchResults): string {
   for (const run of r.runs) {
     const s = run.settings;
     lines.push(`| ${run.n} | ${run.date.slice(0, 16).replace('T', ' ')} | \`${run.command}\` | ${run.commit} | ${run.loadAverage.start.join(' ')} / ${run.loadAverage.after.join(' ')} | ` +
-      `size ${s.size} scaled to ${s.size + 1}, ${s.concurrency} in flight, ${s.edits} edits, WORKERS=${s.operator.workers}, STATUS_INTERVAL_MS=${s.operator.statusIntervalMs}` +
+      `size ${s.size} scaled to ${s.size + 1}, ${s.concurrency} in flight, ${s.edits} edits, APPKIND_WORKERS=${s.operator.workers}, APPKIND_STATUS_INTERVAL_MS=${s.operator.statusIntervalMs}` +
       `${s.rolloutImage ? `, rollout to ${s.rolloutImage}` : ', no rollout'}${s.repeat ? `, ${s.repeat} repetitions` : ''}${run.goOperator ? ', with --go' : ''}${s.unrelated ? `, --unrelated ${s.unrelated}` : ''} |`);
   }
   return lines.join('\n');

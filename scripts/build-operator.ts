@@ -2,7 +2,7 @@
 // from operator/main.ts with the dependencies it imports at start (cdk8s, cdk8s-plus-27, constructs,
 // the construct library, ajv, yaml, pino, prom-client).
 //
-// Why: the operator's idle RSS (issue 25). Loaded as ~460 separate modules, Node keeps a module record,
+// Why: the operator's idle RSS (docs/benchmark.md, memory by phase). Loaded as ~460 separate modules, Node keeps a module record,
 // a CommonJS wrapper and the whole source text of each (V8 compiles functions lazily from it); one
 // file without comments or indentation holds the same code in less. Names are kept (keepNames and no
 // identifier minification), so stack traces and constructor names read as in the sources.

@@ -2,7 +2,7 @@
 // walkthrough variables, APPKIND_CONFIG, or the sample kind) and the operator serving them.
 // `npm start -- --real-node`: a real node (containerd, kubelet, kube-proxy) instead of kwok's fake
 // one, with the echo stand-in for the sample kind's image loaded (root and Linux; see
-// tools/controlplane/README.md).
+// tools/controlplane/README.md), and metrics-server for HorizontalPodAutoscalers (docs/autoscaling.md).
 // Prints exactly one line on stdout, `export KUBECONFIG=<path>`, once ready (diagnostics and the
 // operator's JSON logs go to stderr) and runs until SIGINT/SIGTERM, then stops everything.
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -26,7 +26,7 @@ export interface StartLocalOptions {
   /** Kinds whose CRDs are installed. Default: the configured kinds (loadAppKinds) */
   kinds?: AppKind[];
   log?: (line: string) => void;
-  /** A real node instead of kwok's fake node. Default false. */
+  /** A real node instead of kwok's fake node, with metrics-server. Default false. */
   realNode?: boolean;
 }
 
@@ -34,7 +34,8 @@ export interface StartLocalOptions {
 export async function startLocal(opts: StartLocalOptions = {}): Promise<ControlPlane> {
   const log = opts.log ?? logToStderr;
   const kinds = opts.kinds ?? loadAppKinds(process.env);
-  const cp = await ControlPlane.start({ auditLog: opts.auditLog ?? process.env.APPKIND_AUDIT_LOG === '1', log, realNode: opts.realNode });
+  // The real node also runs metrics-server, so `kubectl top` and HorizontalPodAutoscalers work (docs/autoscaling.md).
+  const cp = await ControlPlane.start({ auditLog: opts.auditLog ?? process.env.APPKIND_AUDIT_LOG === '1', log, realNode: opts.realNode, metricsServer: opts.realNode });
   try {
     await applyManifests(cp.kubeConfig(), crdObjects(kinds));
     log(`controlplane: installed CRDs for ${kinds.map((k) => `${k.kind}.${k.group}`).join(', ')}`);

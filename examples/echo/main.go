@@ -1,7 +1,8 @@
 // Command echo is the walkthrough's app on the real node: a local stand-in for the sample kind's image
 // (takeyan/flask:0.0.3, which no registry can serve here). GET /api/echo?... answers with the JSON
 // fields of the original walkthrough; the pod facts come from the Downward API env (POD_NAME, POD_IP,
-// NODE_NAME), else from the hostname and the first non-loopback address.
+// NODE_NAME), else from the hostname and the first non-loopback address. GET /api/burn?ms=N spins the
+// CPU for N ms (at most 1000) and then answers: load for a HorizontalPodAutoscaler (docs/autoscaling.md).
 package main
 
 import (
@@ -13,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 )
@@ -67,6 +69,20 @@ func main() {
 			QueryString: r.URL.RawQuery,
 			Timestamp:   time.Now().UTC().Format(time.RFC3339Nano),
 		})
+	})
+	http.HandleFunc("GET /api/burn", func(w http.ResponseWriter, r *http.Request) {
+		ms, err := strconv.Atoi(r.URL.Query().Get("ms"))
+		if err != nil || ms < 0 || ms > 1000 {
+			http.Error(w, "ms must be an integer from 0 to 1000\n", http.StatusBadRequest)
+			return
+		}
+		end := time.Now().Add(time.Duration(ms) * time.Millisecond)
+		spins := 0
+		for time.Now().Before(end) {
+			spins++
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"podname": podName, "ms": ms, "spins": spins})
 	})
 	http.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	// As a container's PID 1 the process gets no default action for SIGTERM: without this handler a

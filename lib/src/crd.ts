@@ -204,6 +204,10 @@ function schema(kind: AppKind): k8s.JsonSchemaProps {
       },
       status: {
         type: 'object',
+        // The API server shows this on every read of a CR the operator has not written yet, the
+        // create's own answer included: generation 1 not observed, which kstatus (Helm --wait, Flux,
+        // kpt) reads as InProgress, not as Current the way it reads no status at all.
+        default: { observedGeneration: 0 },
         properties: {
           nodes: { type: 'array', items: { type: 'string' }, description: 'Names of the pods, sorted.' },
           replicas: int('Pods that exist.', 0),
@@ -213,7 +217,7 @@ function schema(kind: AppKind): k8s.JsonSchemaProps {
           observedGeneration: { type: 'integer', format: 'int64', description: 'Generation of the spec last reconciled.' },
           conditions: {
             type: 'array',
-            description: 'Ready, Progressing and Degraded.',
+            description: 'Ready, Progressing and Degraded; Reconciling or Stalled while Ready is False (kstatus).',
             xKubernetesListType: 'map',
             xKubernetesListMapKeys: ['type'],
             items: conditionSchema(),

@@ -10,6 +10,7 @@ import {
   V1Service,
 } from '@kubernetes/client-node';
 import { podProblemKey } from './pod-problems.js';
+import { PROGRESS_DEADLINE_EXCEEDED } from './status.js';
 import { ContainerApp } from 'cdk8s-appkind';
 import { refKey } from '../runtime/ref.js';
 
@@ -125,14 +126,16 @@ export function podChanged(a: V1Pod | undefined, b: V1Pod): boolean {
 /**
  * What reconcile reads of a Deployment, as one string: its metadata (labels, annotations, owners, our
  * own apply entry of managedFields, generation, deletion) but not resourceVersion, and of its status
- * only what status shows (replicas, ready, updated, observedGeneration, a ReplicaFailure). The spec
- * needs no look: every change of a Deployment's spec bumps metadata.generation.
+ * only what status shows (replicas, ready, updated, observedGeneration, a ReplicaFailure, a rollout
+ * past its progress deadline). The spec needs no look: every change of a Deployment's spec bumps
+ * metadata.generation.
  */
 function deploymentView(d: V1Deployment): string {
   const metadata = { ...d.metadata };
   delete metadata.resourceVersion;
   const s = d.status ?? {};
   const failure = s.conditions?.find((c) => c.type === 'ReplicaFailure');
+  const progressing = s.conditions?.find((c) => c.type === 'Progressing');
   return JSON.stringify([
     metadata,
     s.observedGeneration,
@@ -140,6 +143,8 @@ function deploymentView(d: V1Deployment): string {
     s.readyReplicas,
     s.updatedReplicas,
     failure && [failure.status, failure.reason, failure.message],
+    // Past its progress deadline or not (Stalled), not the condition's other reasons or times.
+    progressing?.reason === PROGRESS_DEADLINE_EXCEEDED && progressing.status === 'False',
   ]);
 }
 

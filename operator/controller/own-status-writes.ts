@@ -17,8 +17,11 @@ interface Written {
   versions: string[];
   /** The CR's resourceVersion in the cache when the write in flight was sent. */
   basedOn?: string;
-  /** The status our last write produced and the CR's resourceVersion it was based on, until the cache moves past it. */
-  ahead?: { basedOn: string; status: Partial<AppStatus> };
+  /**
+   * The status our last write produced, the resourceVersion it produced and the CR's it was based on,
+   * until the cache moves past it.
+   */
+  ahead?: { basedOn: string; version: string; status: Partial<AppStatus> };
 }
 
 export class OwnStatusWrites {
@@ -48,7 +51,8 @@ export class OwnStatusWrites {
     const version = written?.metadata?.resourceVersion;
     if (version === undefined) return;
     w.versions = [...w.versions.filter((v) => v !== version), version].slice(-VERSIONS_KEPT);
-    if (w.basedOn !== undefined && written?.status && version !== w.basedOn) w.ahead = { basedOn: w.basedOn, status: written.status };
+    if (w.basedOn !== undefined && written?.status && version !== w.basedOn)
+      w.ahead = { basedOn: w.basedOn, version, status: written.status };
   }
 
   /**
@@ -63,13 +67,16 @@ export class OwnStatusWrites {
   }
 
   /**
-   * The status our last write produced, when the cache still holds `key` at the version that write
-   * was based on (it has not shown the write yet); undefined when the cache is as new as it or newer.
+   * The status our last write produced, when the cache has not shown that write yet: it holds `key` at
+   * the version the write was based on, or at one an earlier write of ours produced (two writes back
+   * to back, the cache one behind: compared with the first, the second would be written again).
+   * Undefined once the cache shows the write, or anything else.
    */
   statusAhead(key: string, cachedVersion: string | undefined): Partial<AppStatus> | undefined {
     const w = this.written.get(key);
     if (!w?.ahead) return undefined;
-    if (cachedVersion !== undefined && cachedVersion === w.ahead.basedOn) return w.ahead.status;
+    const behind = cachedVersion === w.ahead.basedOn || (cachedVersion !== w.ahead.version && w.versions.includes(cachedVersion ?? ''));
+    if (cachedVersion !== undefined && behind) return w.ahead.status;
     w.ahead = undefined;
     return undefined;
   }

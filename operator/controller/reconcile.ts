@@ -35,6 +35,7 @@ import {
   podsRefusedEvent,
   ReconcileFailure,
   replicaFailureOf,
+  statusChanges,
   statusEqual,
 } from './status.js';
 
@@ -391,6 +392,8 @@ export class Reconciler {
       this.deps.ownStatusWrites?.wrote(key, written);
       this.deps.pacer?.wrote(key, isUrgent);
       log.info('status updated', {
+        changed: statusChanges(cr.status, status),
+        urgent: isUrgent,
         replicas: status.replicas,
         readyReplicas: status.readyReplicas,
         nodes: status.nodes.length,

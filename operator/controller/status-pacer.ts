@@ -65,12 +65,16 @@ export class StatusPacer {
 /** Progress writes of one rollout are spaced out up to this (or the interval, if longer). */
 export const MAX_PROGRESS_INTERVAL_MS = 600_000;
 
-/** A first status worth writing at once: Ready, Degraded, or a refusal instead of ordinary progress. */
+/**
+ * A first status worth writing at once: Ready, Degraded, Stalled, or a refusal instead of ordinary
+ * progress. (Reconciling carries Ready's reason: it adds no news.)
+ */
 function news(next: AppStatus): boolean {
   return next.conditions.some(
     (c) =>
       (c.type === 'Ready' && c.status === 'True') ||
       (c.type === 'Degraded' && c.status === 'True') ||
+      c.type === 'Stalled' ||
       (c.type !== 'Degraded' && !ROLLOUT_REASONS.has(c.reason)),
   );
 }
@@ -90,7 +94,11 @@ function ordinaryNewGeneration(current: Partial<AppStatus>, next: AppStatus): bo
 export function urgent(current: Partial<AppStatus> | undefined, next: AppStatus): boolean {
   if (!current?.conditions?.length || current.observedGeneration !== next.observedGeneration) return true;
   if (current.nodePort !== next.nodePort || current.selector !== next.selector) return true;
+  // Stalled coming or going is news; Reconciling follows Ready and Stalled, so it is never news itself
+  // (nor is its absence from a status an earlier operator wrote).
+  if (current.conditions.some((c) => c.type === 'Stalled') !== next.conditions.some((c) => c.type === 'Stalled')) return true;
   for (const c of next.conditions) {
+    if (c.type === 'Reconciling') continue;
     const before = current.conditions.find((p) => p.type === c.type);
     // Progressing turning False while Ready is still False is rollout progress: Ready's flip follows.
     if (!before || (before.status !== c.status && c.type !== 'Progressing')) return true;

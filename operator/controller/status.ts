@@ -1,7 +1,12 @@
-import { V1Deployment, V1Pod, V1Service } from '@kubernetes/client-node';
+import { V1Deployment, V1DeploymentCondition, V1Pod, V1Service } from '@kubernetes/client-node';
 import { KUBELET_FAILURE_REASONS, podProblem } from './pod-problems.js';
 
-export type ConditionType = 'Ready' | 'Progressing' | 'Degraded';
+/**
+ * Ready, Progressing and Degraded are always present. Reconciling and Stalled follow kstatus
+ * (sigs.k8s.io/cli-utils/pkg/kstatus), which Helm's --wait, Flux and kpt read: abnormal-true, present
+ * only while True, so a settled app's status is the same as without them (no write to add them).
+ */
+export type ConditionType = 'Ready' | 'Progressing' | 'Degraded' | 'Reconciling' | 'Stalled';
 
 export interface Condition {
   readonly type: ConditionType;
@@ -53,6 +58,15 @@ export const Reason = {
   RollingOut: 'RollingOut',
   ReconcileSucceeded: 'ReconcileSucceeded',
 } as const;
+
+/**
+ * Failures no retry fixes: the CR is Stalled at once (kstatus: Failed), until someone changes the CR,
+ * the kind's settings or the object in the way.
+ */
+export const STALLED_REASONS: ReadonlySet<string> = new Set(['NameConflict', 'ImageNotAllowed', 'InvalidSpec']);
+
+/** The Deployment controller's reason for a rollout past its `progressDeadlineSeconds` (default 600 s). */
+export const PROGRESS_DEADLINE_EXCEEDED = 'ProgressDeadlineExceeded';
 
 /** The reasons of an ordinary rollout in progress: any other new reason (a refusal, a failure) is news. */
 export const ROLLOUT_REASONS: ReadonlySet<string> = new Set<string>([
@@ -141,6 +155,42 @@ export function kubeletFailureEvent(previous: Partial<AppStatus> | undefined, ne
   return { reason: ready.reason, message: ready.message };
 }
 
+/**
+ * The Deployment's rollout of its current generation ran past its progress deadline: the Deployment
+ * controller's own clock, restarted by every new rollout (an edit of the CR, a fix), so a fix in
+ * progress is never Stalled by the failure it fixes.
+ */
+function deadlineExceeded(deployment: V1Deployment | undefined): V1DeploymentCondition | undefined {
+  const ds = deployment?.status;
+  if ((ds?.observedGeneration ?? 0) < (deployment?.metadata?.generation ?? 0)) return undefined;
+  return ds?.conditions?.find((c) => c.type === 'Progressing' && c.status === 'False' && c.reason === PROGRESS_DEADLINE_EXCEEDED);
+}
+
+/**
+ * Stalled (True) or Reconciling (True) beside Ready=False; neither beside Ready=True. Stalled: a
+ * failure no retry fixes (STALLED_REASONS), or a rollout past the Deployment's progress deadline,
+ * with the kubelet's reason when it gives one (an image it cannot pull, a container that exits).
+ * Reconciling otherwise, with Ready's reason and message: the two change together, so it costs no write.
+ */
+function kstatusCondition(
+  input: StatusInput,
+  ready: Omit<Condition, 'lastTransitionTime'>,
+): Omit<Condition, 'lastTransitionTime'> | undefined {
+  if (ready.status === 'True') return undefined;
+  const { failure } = input;
+  if (failure && STALLED_REASONS.has(failure.reason))
+    return { type: 'Stalled', status: 'True', reason: failure.reason, message: failure.message };
+  const exceeded = !failure && deadlineExceeded(input.deployment);
+  if (exceeded)
+    return {
+      type: 'Stalled',
+      status: 'True',
+      reason: KUBELET_FAILURE_REASONS.has(ready.reason) ? ready.reason : PROGRESS_DEADLINE_EXCEEDED,
+      message: `${ready.message}; ${exceeded.message ?? 'the rollout timed out'} (the Deployment's progressDeadlineSeconds)`,
+    };
+  return { type: 'Reconciling', status: 'True', reason: ready.reason, message: ready.message };
+}
+
 /** Status from the observed children. Pure: the same input gives the same output. */
 export function computeStatus(input: StatusInput): AppStatus {
   const live = input.pods.filter((p) => !p.metadata?.deletionTimestamp);
@@ -158,8 +208,12 @@ export function computeStatus(input: StatusInput): AppStatus {
   const ready = rolledOut && readyReplicas >= input.size && !input.failure;
   const counts = `${readyReplicas}/${input.size} pods ready`;
 
+  const readyCondition: Omit<Condition, 'lastTransitionTime'> = ready
+    ? { type: 'Ready', status: 'True', reason: Reason.AllReplicasReady, message: counts }
+    : notReady(input, live, counts);
+  const kstatus = kstatusCondition(input, readyCondition);
   const conditions: Omit<Condition, 'lastTransitionTime'>[] = [
-    ready ? { type: 'Ready', status: 'True', reason: Reason.AllReplicasReady, message: counts } : notReady(input, live, counts),
+    readyCondition,
     rolledOut
       ? {
           type: 'Progressing',
@@ -176,6 +230,7 @@ export function computeStatus(input: StatusInput): AppStatus {
     input.failure
       ? { type: 'Degraded', status: 'True', reason: input.failure.reason, message: input.failure.message }
       : { type: 'Degraded', status: 'False', reason: Reason.ReconcileSucceeded, message: 'Deployment and Service are applied' },
+    ...(kstatus ? [kstatus] : []),
   ];
   return {
     nodes,
@@ -196,6 +251,23 @@ function withTransitionTime(c: Omit<Condition, 'lastTransitionTime'>, previous: 
       ? before.lastTransitionTime
       : now.toISOString().replace(/\.\d{3}Z$/, 'Z');
   return { ...c, lastTransitionTime };
+}
+
+/**
+ * What writing `next` changes of `current`, for the log: the fields (`nodes`, `readyReplicas`...) and
+ * the conditions (`Ready`, `Reconciling`...) that differ, in that order.
+ */
+export function statusChanges(current: Partial<AppStatus> | undefined, next: AppStatus): string[] {
+  const n = normalize(next) as Record<string, unknown>;
+  const c = normalize(current ?? {}) as Record<string, unknown>;
+  const fields = [...new Set([...Object.keys(n), ...Object.keys(c)])].filter(
+    (k) => k !== 'conditions' && JSON.stringify(n[k]) !== JSON.stringify(c[k]),
+  );
+  const byType = (s: Partial<AppStatus> | undefined) =>
+    new Map((s?.conditions ?? []).map((x) => [x.type, JSON.stringify(normalize({ conditions: [x] }))]));
+  const [before, after] = [byType(current), byType(next)];
+  const conditions = [...new Set([...after.keys(), ...before.keys()])].filter((t) => before.get(t) !== after.get(t));
+  return [...fields.sort(), ...conditions.sort()];
 }
 
 /** True when writing `next` would change nothing the CR shows. */

@@ -1,5 +1,5 @@
-// Java and .NET: jsii-pacmak generates both projects from the packed library (issue 24.4: every target
-// generated). Building them needs the jsii runtimes and the cdk8s and constructs packages from Maven
+// Java and .NET: jsii-pacmak generates both projects from the packed library (every jsii target is
+// at least generated). Building them needs the jsii runtimes and the cdk8s and constructs packages from Maven
 // Central and NuGet, which are not reachable here, so nothing of them is compiled; see docs/library.md.
 import { describe, expect, test } from '@jest/globals';
 import { readFileSync } from 'node:fs';

@@ -1,4 +1,4 @@
-// The operator's ServiceAccount is no deputy for arbitrary pods (issue 26.3): the bundle's
+// The operator's ServiceAccount is no deputy for arbitrary pods: the bundle's
 // ValidatingAdmissionPolicies refuse, for writes by that ServiceAccount, any Deployment or Service the
 // construct could not have rendered for a CR of a served kind (and any PodDisruptionBudget or
 // NetworkPolicy no such CR controls), and let through everything it renders.

@@ -1,10 +1,12 @@
 // `npm start` end to end, as a separate process: one `export KUBECONFIG=` line when ready, its CRDs
-// established, and no leftover process (control plane or operator) or data after SIGTERM or even
-// after SIGKILL.
+// established, and no leftover process (control plane or operator), port or data after SIGTERM or even
+// after SIGKILL; also when only the npm process of `npm start` gets the signal, as from a supervisor,
+// a CI runner or `timeout`.
 import { describe, expect, test } from '@jest/globals';
 import { ApiextensionsV1Api, KubeConfig } from '@kubernetes/client-node';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { connect } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { eventually } from './cluster.js';
@@ -19,11 +21,16 @@ interface Started {
   stdoutLines: string[];
 }
 
-/** Runs tools/start.ts in one node process (no tsx CLI wrapper, so SIGKILL hits the real parent). */
-function startTool(): Promise<Started> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(repoRoot, 'tools/start.ts')], {
+/**
+ * Runs `command` and resolves once it prints the export line. Default: tools/start.ts in one node
+ * process (no tsx CLI wrapper, so SIGKILL hits the real parent). `detached`: a process group of its
+ * own, so a signal reaches that process alone.
+ */
+function startTool(command = [process.execPath, '--import', 'tsx', join(repoRoot, 'tools/start.ts')], detached = false): Promise<Started> {
+  const child = spawn(command[0]!, command.slice(1), {
     cwd: repoRoot,
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached,
     env: { ...process.env, NODE_OPTIONS: '' },
   });
   let stdout = '';
@@ -32,13 +39,23 @@ function startTool(): Promise<Started> {
     child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     child.stdout?.on('data', (chunk: Buffer) => {
       stdout += chunk.toString();
+      // `npm start` prints its own "> <package> start" banner on stdout first.
       const match = /^export KUBECONFIG=(.+)$/m.exec(stdout);
       if (match) {
         const kubeconfigPath = match[1];
         resolveStarted({ child, kubeconfigPath, dir: dirname(kubeconfigPath), stdoutLines: stdout.trimEnd().split('\n') });
       }
     });
-    child.on('exit', (code) => reject(new Error(`start.ts exited (${code}) before ready:\n${stderr}`)));
+    child.on('exit', (code) => reject(new Error(`${command.join(' ')} exited (${code}) before ready:\n${stderr}`)));
+  });
+}
+
+/** Whether something accepts connections on 127.0.0.1:port. */
+function listening(port: number): Promise<boolean> {
+  return new Promise((resolveListening) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => (socket.destroy(), resolveListening(true)));
+    socket.once('error', () => resolveListening(false));
   });
 }
 
@@ -80,5 +97,21 @@ describe('npm start (tools/start.ts)', () => {
     await exited(started.child);
 
     await expectNothingLeft(started.dir);
+  });
+
+  // npm passes SIGINT and SIGTERM to its script's process (the script execs node, so no `sh -c` is in
+  // between to die and orphan it); on SIGKILL npm passes nothing, and start.ts sees its parent gone.
+  test.each(['SIGTERM', 'SIGINT', 'SIGKILL'] as const)('%s to the npm process alone: npm start stops everything it started', async (signal) => {
+    const started = await startTool(['npm', 'start'], true);
+    const kc = new KubeConfig();
+    kc.loadFromFile(started.kubeconfigPath);
+    const apiserverPort = Number(new URL(kc.getCurrentCluster()!.server).port);
+    expect(await listening(apiserverPort)).toBe(true);
+    // The control plane's components and the operator (KUBECONFIG names the folder).
+    expect(processesMentioning(started.dir).length).toBeGreaterThanOrEqual(4);
+    started.child.kill(signal);
+    await exited(started.child);
+    await expectNothingLeft(started.dir);
+    expect(await listening(apiserverPort)).toBe(false);
   });
 });

@@ -1,4 +1,4 @@
-// A failure whose message differs at every try costs a bounded number of requests (issue 26.2): a
+// A failure whose message differs at every try costs a bounded number of requests: a
 // validating webhook (an HTTPS server this test starts on loopback) denies the CR's Deployment with a
 // message naming the request, so every failed reconcile writes a Degraded status that differs from the
 // last. That status write, watched back, must not cut the CR's backoff short, and its Warning Events

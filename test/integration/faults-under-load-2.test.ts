@@ -1,4 +1,4 @@
-// Faults while hundreds of CRs change (issue 26 item 7), on a control plane of its own whose
+// Faults while hundreds of CRs change, on a control plane of its own whose
 // kube-apiserver runs without its watch cache (so etcd serves every watch, and a compaction expires
 // the ones that resume from before it), with the operator reaching the API server through a TCP proxy
 // (tcp-proxy.ts) while the test and the control plane's own components reach it directly:

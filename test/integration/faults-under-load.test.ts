@@ -1,4 +1,4 @@
-// Faults while hundreds of CRs change (issue 11 items 1-2), on a control plane of its own: the
+// Faults while hundreds of CRs change, on a control plane of its own: the
 // operator SIGKILLed mid-batch and started again; kube-apiserver restarted, etcd restarted, and
 // kube-apiserver paused (SIGSTOP) longer than the watch watchdog, each in the middle of a batch of
 // creates, scales and deletes. After each, the end state is checked for every CR: Ready with

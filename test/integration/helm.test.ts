@@ -7,8 +7,8 @@
 // npm run release generated before (the operator in appkind-system whatever the release's namespace)
 // is upgraded in place and keeps its CRs and apps; a second release is refused; `helm uninstall` keeps the CRDs,
 // CRs and apps; `helm install -n appkind --create-namespace` takes them over and serves them again.
-// Needs the helm binary (fails naming its build command without it), podman/buildah, root and Linux
-// (the real node). A control plane of its own: the operator watches all namespaces.
+// Needs Go (global setup builds helm), podman/buildah, root and Linux (the real node). A control
+// plane of its own: the operator watches all namespaces.
 import { afterAll, beforeAll, describe, expect, jest, test } from '@jest/globals';
 import type { KubeConfig, KubernetesObject, V1ConfigMap, V1Deployment } from '@kubernetes/client-node';
 import { execFile, execFileSync } from 'node:child_process';
@@ -25,6 +25,7 @@ import { loadEchoStandIn } from '../../tools/echo-image.js';
 import { CHART_DIR, kindValues } from '../../tools/release/chart.js';
 import { bundleObjects, installYaml } from '../../tools/release/manifests.js';
 import { eventually } from './cluster.js';
+import { requireFirstUse } from './first-use.js';
 import { PODMAN_ENV } from './operator-container.js';
 import { getLocal } from './real-node-pods.js';
 
@@ -54,10 +55,14 @@ let cp: ControlPlane | undefined;
 let kc: KubeConfig;
 let rest: RestClient;
 
-/** The helm binary tools/helm/build.sh builds (it says where without building). */
+/** The helm binary tools/helm/build.sh built for the tests' global setup (it says where without building). */
 function helmBinary(): string {
   const path = execFileSync('bash', [join(root, 'tools', 'helm', 'build.sh'), '--print-path'], { encoding: 'utf8' }).trim();
-  if (!existsSync(path)) throw new Error(`helm is not built (no ${path}): run \`npm run helm:build\` (bash tools/helm/build.sh: one go build of helm.sh/helm/v4 from the Go module proxy, minutes on 2 cores; .ci/run does it)`);
+  if (!existsSync(path)) {
+    // Global setup builds it on first use (first-use.ts); this says why it could not.
+    requireFirstUse('helm');
+    throw new Error(`helm is not built (no ${path}): run \`npm run helm:build\` to see why`);
+  }
   return path;
 }
 

@@ -23,14 +23,17 @@ const WRAPPER = [
   'mount -t tmpfs tmpfs /run; d=/run/secrets/kubernetes.io/serviceaccount; mkdir -p "$d"; cp "$SA_FILES"/* "$d"/; exec "$@"',
   'in-cluster',
 ];
-const canUnshare = (() => {
+/** Why the wrapper cannot run here (it mounts, so it needs root and util-linux's unshare), if it cannot. */
+function unshareProblem(): string | undefined {
   try {
     execFileSync('unshare', ['--mount', '--propagation', 'private', 'sh', '-c', 'mount -t tmpfs tmpfs /run'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
+    return undefined;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ENOENT'
+      ? 'unshare not found: apt-get install util-linux'
+      : 'unshare --mount failed: mounting the ServiceAccount files in a private mount namespace needs root (run the tests as root, as the real node\'s tests need)';
   }
-})();
+}
 
 let kc: KubeConfig;
 let rest: RestClient;
@@ -49,7 +52,9 @@ afterAll(async () => {
   if (operator) expect(await operator.stop('SIGTERM')).toBe(0);
 });
 
-(canUnshare ? test : test.skip)('with only the pod\'s ServiceAccount files, the operator reconciles and holds its Lease in the pod namespace', async () => {
+test('with only the pod\'s ServiceAccount files, the operator reconciles and holds its Lease in the pod namespace', async () => {
+  const problem = unshareProblem();
+  if (problem) throw new Error(problem);
   const files = mkdtempSync(join(tmpdir(), 'appkind-sa-'));
   writeFileSync(join(files, 'token'), await requestServiceAccountToken(kc, ns, OPERATOR_SA, 3600));
   writeFileSync(join(files, 'ca.crt'), Buffer.from(kc.getCurrentCluster()!.caData!, 'base64'));

@@ -1,4 +1,4 @@
-// Inputs not tried elsewhere (issue 26.7), on a control plane of its own (so NodePorts 30000 and 32767
+// Inputs not tried elsewhere, on a control plane of its own (so NodePorts 30000 and 32767
 // are free, whatever other test files hold): what the CRD says about `spec` itself (null, of the wrong
 // type), the boundary values it accepts (size at the kind's maximum, NodePort 30000 and 32767, /scale
 // up to the maximum and not past it), image references with a digest or a `docker.io/` prefix, the

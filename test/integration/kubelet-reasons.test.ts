@@ -1,4 +1,4 @@
-// What only a kubelet reports, on the CR (issue 21.6), on the kwok node: the test writes a pod's status
+// What only a kubelet reports, on the CR, on the kwok node: the test writes a pod's status
 // through the pods/status subresource as the kubelet does (the API server's own behaviour, not a mock:
 // the operator watches what any kubelet would write). An image not found, a root image in a
 // runAsNonRoot kind, a container that exits 3: the CR's Ready condition says so with the kubelet's

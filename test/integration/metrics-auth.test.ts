@@ -1,4 +1,4 @@
-// /metrics over HTTPS with authentication and authorization, as kubebuilder v4 scaffolds it (issue 26.6):
+// /metrics over HTTPS with authentication and authorization, as kubebuilder v4 scaffolds it:
 // the operator, run as the bundle's ServiceAccount with the bundle's RBAC, checks each scrape's bearer
 // token with a TokenReview and its user with a SubjectAccessReview (get on the non-resource URL
 // /metrics) on the real control plane. A ServiceAccount bound to the bundle's metrics-reader ClusterRole

@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { OperatorPod } from './bundle-file.js';
+import { requireFirstUse } from './first-use.js';
 import { LogLine, OperatorProcess } from './operator-process.js';
 
 const exec = promisify(execFile);
@@ -33,9 +34,11 @@ export async function podman(args: string[]): Promise<string> {
 
 /**
  * Builds the operator image as `image` from this checkout with tools/image/build.sh (`npm run image`;
- * warm layers: only the compile step reruns); returns the milliseconds it took. A failure carries the build's output.
+ * global setup built the same layers, so this only tags them); returns the milliseconds it took. A
+ * machine without podman or buildah fails here naming them; a failure carries the build's output.
  */
 export async function buildOperatorImage(image: string): Promise<number> {
+  requireFirstUse('operator image');
   const started = Date.now();
   try {
     await exec('bash', [join(root, 'tools', 'image', 'build.sh'), image], { cwd: root, maxBuffer: 64 * 1024 * 1024 });
@@ -44,16 +47,6 @@ export async function buildOperatorImage(image: string): Promise<number> {
     throw new Error(`npm run image failed:\n${(stdout ?? '').slice(-4000)}\n${(stderr ?? '').slice(-4000)}`);
   }
   return Date.now() - started;
-}
-
-/** Whether podman is installed (CI installs it; see .ci/run). */
-export async function hasPodman(): Promise<boolean> {
-  try {
-    await podman(['--version']);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** The files the kubelet projects into a pod for its ServiceAccount, in a folder the container user can read. */

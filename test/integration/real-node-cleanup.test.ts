@@ -1,7 +1,8 @@
 // The real node leaves the machine as it found it: links, network namespaces, iptables/nftables,
 // mounts, sysctls, cgroups and host paths compared before start and after stop, after a pod ran and
-// answered on a localhost NodePort; and a run that was SIGKILLed (`npm start -- --real-node`) is
-// cleaned up by the next start. Needs root and Linux (the real node's preconditions).
+// answered on a localhost NodePort; a run that was SIGKILLed (`npm start -- --real-node`) is
+// cleaned up by the next start; and SIGTERM to the npm process alone cleans up at once. Needs root
+// and Linux (the real node's preconditions).
 import { describe, expect, test } from '@jest/globals';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -10,6 +11,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ControlPlane } from '../../tools/controlplane/controlplane.js';
 import { leftoverHostState, STATE_DIR } from '../../tools/controlplane/host-state.js';
+import { acquireNodeLock } from '../../tools/controlplane/node-lock.js';
 import { NODE_LINK, POD_BRIDGE } from '../../tools/controlplane/node-network.js';
 import { loadEchoStandIn } from '../../tools/echo-image.js';
 import { eventually } from './cluster.js';
@@ -76,6 +78,30 @@ describe('real node: host state', () => {
     } finally {
       await cp.stop();
     }
+    expect(snapshotDifferences(before, hostSnapshot())).toEqual([]);
+  }, 400_000);
+
+  test('npm start -- --real-node, SIGTERM to the npm process alone with a pod running: the host is as before', async () => {
+    // The host as it is with no real node running (another run's node would be gone after ours).
+    const lock = await acquireNodeLock(log, 600_000);
+    const before = hostSnapshot();
+    lock.release();
+    // A process group of its own, so the signal reaches npm alone (as from a supervisor or `timeout`).
+    const npm = spawn('npm', ['start', '--', '--real-node'], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'], detached: true, env: { ...process.env, NODE_OPTIONS: '' } });
+    const kc = new KubeConfig();
+    kc.loadFromFile(await exportLine(npm));
+    await runEchoPod(kc, 'default');
+    const nodeDir = leftoverHostState()?.nodeDir ?? '';
+    expect(nodeDir).toMatch(/^\/tmp\/appkind-node-/);
+    expect(links()).toContain(NODE_LINK);
+
+    // npm's own stderr (the start's progress lines), for a failure.
+    npm.stderr?.on('data', (chunk: Buffer) => process.stderr.write(chunk));
+    npm.kill('SIGTERM');
+    expect(await new Promise((r) => npm.once('exit', r))).toBe(0);
+    expect(processesMentioning(nodeDir)).toEqual([]);
+    expect(existsSync(nodeDir)).toBe(false);
+    expect(leftoverHostState()).toBeUndefined();
     expect(snapshotDifferences(before, hostSnapshot())).toEqual([]);
   }, 400_000);
 });

@@ -291,7 +291,7 @@ describe('the operator as a pod of its install bundle, on the real node', () => 
       try {
         await eventually('the standby holds the Lease', async () => (await leaseHolder()) === standby.metadata!.name, 120_000);
       } catch (e) {
-        // Seen once in a full CI on 2 cores (12-06 20:00 UTC), never alone or beside a CPU hog: say who holds it and what the standby logged.
+        // When the standby does not take over in time, the failure says who holds the Lease and what the standby logged.
         const pods = (await operatorPods()).map((p) => `${p.metadata!.name} ${p.status?.phase}${isReady(p) ? ' ready' : ''}`);
         const standbyLog = await podLog(standby.metadata!.name!).catch((err: unknown) => [{ msg: `no log: ${String(err)}` } as LogLine]);
         throw new Error(

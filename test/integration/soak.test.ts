@@ -1,4 +1,4 @@
-// The soak (issue 11 item 4), on a control plane of its own: randomized create / update (size,
+// The soak, on a control plane of its own: randomized create / update (size,
 // image, port, nodePort, labels) / delete churn over many CRs for a set time, with two operator
 // replicas under leader election, while the faults of items 1-2 are injected in turn:
 // kube-apiserver restarted, etcd restarted, kube-apiserver paused (SIGSTOP) longer than the watch

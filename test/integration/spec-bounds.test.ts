@@ -1,4 +1,4 @@
-// Defence in depth beyond the image (issue 26.4): with a CRD that lacks the generated bounds (installed
+// Defence in depth beyond the image: with a CRD that lacks the generated bounds (installed
 // by hand: no maximum on spec.size, no range on spec.port), the operator checks them itself. A CR out
 // of bounds is never applied (Degraded InvalidSpec, a Warning Event); a running CR edited out of bounds
 // keeps its Deployment as it was, and converges again once back within them.

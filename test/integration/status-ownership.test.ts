@@ -1,4 +1,4 @@
-// Status comes only from what the CR controls (issue 26.1): a Deployment and Service of the CR's child
+// Status comes only from what the CR controls: a Deployment and Service of the CR's child
 // names that someone else owns, running, lend the CR neither replicas nor a NodePort, and a pod carrying
 // the app's selector labels that no ReplicaSet of the CR's Deployment owns is not listed in status.nodes.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';

@@ -1,4 +1,4 @@
-// Throttling (issue 11 item 3), on a control plane of its own: API Priority and Fairness squeezes the
+// Throttling, on a control plane of its own: API Priority and Fairness squeezes the
 // operator's ServiceAccount into a priority level of its own with the least concurrency the server
 // can give (nominalConcurrencyShares 1, nothing borrowed or lent, excess rejected with 429 at once),
 // while N CRs are created and a third of them scaled, and one CR fails for good (a Deployment of its

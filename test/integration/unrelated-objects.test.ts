@@ -1,4 +1,4 @@
-// Many unrelated objects in the cluster (issue 26 item 7), on a control plane of its own: before the
+// Many unrelated objects in the cluster, on a control plane of its own: before the
 // operator starts, UNRELATED_OBJECTS (default 1500) Deployments (replicas 0, so each also gets a
 // ReplicaSet from kube-controller-manager) and ClusterIP Services that are not ours are created in
 // three other namespaces, with a few lookalikes: objects rendered for a CR of the same name but in

@@ -87,6 +87,9 @@ describe('cache trims and indexes', () => {
     expect(deploymentChanged(d, next((x) => (x.metadata!.labels = { app: 'b' })))).toBe(true);
     expect(deploymentChanged(d, next((x) => x.status!.conditions!.push({ type: 'ReplicaFailure', status: 'True', reason: 'FailedCreate', message: 'quota' })))).toBe(true);
     expect(deploymentChanged(d, next((x) => (x.metadata!.deletionTimestamp = new Date(3000))))).toBe(true);
+    // A rollout past its progress deadline (the CR is then Stalled); the same condition's other reasons are not read.
+    expect(deploymentChanged(d, next((x) => (x.status!.conditions = [{ type: 'Progressing', status: 'False', reason: 'ProgressDeadlineExceeded' }])))).toBe(true);
+    expect(deploymentChanged(d, next((x) => (x.status!.conditions = [{ type: 'Progressing', status: 'True', reason: 'NewReplicaSetAvailable' }])))).toBe(false);
     expect(deploymentChanged(undefined, d)).toBe(true);
   });
 

@@ -15,7 +15,7 @@ describe('schema/appkinds.schema.json (what an editor checks)', () => {
     expect(readFileSync(join(root, 'schema', 'appkinds.schema.json'), 'utf8')).toBe(configSchemaJson());
   });
 
-  test.each(['appkinds.yaml', 'real-apps.yaml', 'production.yaml'])('accepts examples/%s, as the operator does', (file) => {
+  test.each(['appkinds.yaml', 'real-apps.yaml', 'production.yaml', 'autoscaling.yaml'])('accepts examples/%s, as the operator does', (file) => {
     const doc = parse(readFileSync(join(root, 'examples', file), 'utf8')) as unknown;
     expect(editorCheck(doc)).toBe(true);
     expect(kindsFromDocument(doc, file).length).toBeGreaterThan(0);

@@ -54,6 +54,28 @@ describe('OwnStatusWrites', () => {
     expect(own.statusAhead('K/ns/a', '5')).toBeUndefined();
   });
 
+  test('two writes back to back: the second stands in while the cache shows only the first', () => {
+    const own = new OwnStatusWrites();
+    own.writing('K/ns/a', '5');
+    own.wrote('K/ns/a', answer('7'));
+    // The next write is based on the cache's version, still 5 (the first write standing in for it).
+    own.writing('K/ns/a', '5');
+    own.wrote('K/ns/a', answer('9'));
+    expect(own.statusAhead('K/ns/a', '5')).toEqual(answer('9').status);
+    // The cache shows the first write: the second still stands in (else it would be written again).
+    expect(own.statusAhead('K/ns/a', '7')).toEqual(answer('9').status);
+    expect(own.statusAhead('K/ns/a', '9')).toBeUndefined();
+    expect(own.statusAhead('K/ns/a', '7')).toBeUndefined();
+  });
+
+  test('someone else\'s write after ours: the cache is the truth', () => {
+    const own = new OwnStatusWrites();
+    own.writing('K/ns/a', '5');
+    own.wrote('K/ns/a', answer('7'));
+    expect(own.statusAhead('K/ns/a', '8')).toBeUndefined();
+    expect(own.statusAhead('K/ns/a', '5')).toBeUndefined();
+  });
+
   test('a write that changed nothing (the same resourceVersion back) stands in for nothing', () => {
     const own = new OwnStatusWrites();
     own.writing('K/ns/a', '5');

@@ -1,4 +1,4 @@
-// The operator's own check of every bound the generated CRD states (issue 26.4), for CRs stored under
+// The operator's own check of every bound the generated CRD states, for CRs stored under
 // a CRD that lacks them: what it refuses, and that it admits the boundary values.
 import { describe, expect, it } from '@jest/globals';
 import { AppKind, ServiceType } from 'cdk8s-appkind';

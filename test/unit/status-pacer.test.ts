@@ -56,6 +56,28 @@ describe('StatusPacer', () => {
     expect(urgent(first, status({ deployment: refusedDeployment, previous: first }))).toBe(true);
   });
 
+  it('adds no write for Reconciling, and writes Stalled at once', () => {
+    // Reconciling follows Ready: a status an earlier operator wrote without it is not made urgent by it.
+    const withoutReconciling = { ...onePod, conditions: onePod.conditions.filter((c) => c.type !== 'Reconciling') };
+    expect(onePod.conditions.some((c) => c.type === 'Reconciling')).toBe(true);
+    expect(urgent(withoutReconciling, twoPods)).toBe(false);
+    expect(urgent(onePod, twoPods)).toBe(false);
+    const stuck: V1Deployment = {
+      ...deployment(3, 1),
+      status: { ...deployment(3, 1).status, conditions: [{ type: 'Progressing', status: 'False', reason: 'ProgressDeadlineExceeded' }] },
+    };
+    const stalled = status({ deployment: stuck, pods: [pod('p1', true), pod('p2', false)], previous: twoPods });
+    expect(stalled.conditions.find((c) => c.type === 'Stalled')?.reason).toBe('ProgressDeadlineExceeded');
+    expect(urgent(twoPods, stalled)).toBe(true);
+    expect(urgent(stalled, twoPods)).toBe(true);
+    // A new CR that cannot progress is written at once, not coalesced with a rollout that never ends.
+    const pacer = new StatusPacer(60_000, () => 1_000);
+    expect(pacer.delayMs('k', undefined, status({ failure: { reason: 'ImageNotAllowed', message: 'no' } }))).toBe(0);
+    expect(pacer.delayMs('k', { observedGeneration: 0 }, status({ failure: { reason: 'NameConflict', message: 'no' } }))).toBe(0);
+    // Its ordinary first status (the CRD's default status before it) still waits for the rollout's end.
+    expect(pacer.delayMs('k', { observedGeneration: 0 }, first)).toBe(60_000);
+  });
+
   it('holds pod-count changes back until the interval since the last write has passed', () => {
     let now = 1_000;
     const pacer = new StatusPacer(10_000, () => now);

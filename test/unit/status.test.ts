@@ -1,6 +1,6 @@
 import { describe, expect, test } from '@jest/globals';
 import { V1ContainerStatus, V1Deployment, V1Pod, V1Service } from '@kubernetes/client-node';
-import { computeStatus, kubeletFailureEvent, podsRefusedEvent, replicaFailureOf, selectorString, statusEqual, StatusInput } from '../../operator/controller/status.js';
+import { computeStatus, kubeletFailureEvent, podsRefusedEvent, replicaFailureOf, selectorString, statusChanges, statusEqual, StatusInput } from '../../operator/controller/status.js';
 
 const labels = { 'app.kubernetes.io/name': 'echoflask', 'app.kubernetes.io/instance': 'example-echoflask', 'app.kubernetes.io/managed-by': 'cdk8s-appkind' };
 const pod = (name: string, ready: boolean, deleting = false): V1Pod => ({
@@ -103,6 +103,16 @@ describe('statusEqual', () => {
     expect(statusEqual(undefined, s)).toBe(false);
   });
 
+  test('statusChanges names the fields and conditions a write changes', () => {
+    const s = computeStatus({ ...base, deployment: deployment(3, 3), service, pods: [pod('a', true)] });
+    expect(statusChanges(s, s)).toEqual([]);
+    const more = computeStatus({ ...base, deployment: deployment(3, 3), service, pods: [pod('a', true), pod('b', true)], previous: s });
+    expect(statusChanges(s, more)).toEqual(['nodes']);
+    const rolling = computeStatus({ ...base, deployment: deployment(3, 2), service, pods: [pod('a', true)], previous: s });
+    expect(statusChanges(s, rolling)).toEqual(['readyReplicas', 'Ready', 'Reconciling']);
+    expect(statusChanges({ observedGeneration: 0 }, s)).toEqual(['nodePort', 'nodes', 'observedGeneration', 'readyReplicas', 'replicas', 'selector', 'Degraded', 'Progressing', 'Ready']);
+  });
+
   test('selectorString sorts keys', () => {
     expect(selectorString({ b: '2', a: '1' })).toBe('a=1,b=2');
   });
@@ -171,5 +181,75 @@ describe('what only a kubelet reports, on the CR', () => {
     expect(condition(computeStatus({ ...rolling, deployment: deployment(1, 1), pods: [pod('p1', true)] }), 'Ready').status).toBe('True');
     // A pending pod the kubelet has not started yet (ContainerCreating) is the rollout, not a failure.
     expect(condition(computeStatus({ ...rolling, pods: [failing('p1', { state: { waiting: { reason: 'ContainerCreating' } } })] }), 'Ready').reason).toBe('ReplicasNotReady');
+  });
+});
+
+describe('kstatus conditions: Reconciling and Stalled', () => {
+  const deadline = (d: V1Deployment, observed = d.metadata!.generation!): V1Deployment => ({
+    ...d,
+    status: {
+      ...d.status,
+      observedGeneration: observed,
+      conditions: [{ type: 'Progressing', status: 'False', reason: 'ProgressDeadlineExceeded', message: 'ReplicaSet "x-6b4" has timed out progressing.' }],
+    },
+  });
+  const types = (s: ReturnType<typeof computeStatus>) => s.conditions.map((c) => `${c.type}=${c.status}`).sort();
+
+  test('a settled app has neither: its status is the same as without them', () => {
+    const status = computeStatus({ ...base, deployment: deployment(3, 3), pods: [pod('a', true)] });
+    expect(types(status)).toEqual(['Degraded=False', 'Progressing=False', 'Ready=True']);
+  });
+
+  test('a rollout: Reconciling=True with Ready\'s reason and message, so both change in the same write', () => {
+    const status = computeStatus({ ...base, size: 5, deployment: deployment(3, 3), pods: [pod('a', true)] });
+    expect(types(status)).toEqual(['Degraded=False', 'Progressing=True', 'Ready=False', 'Reconciling=True']);
+    expect(condition(status, 'Reconciling')).toMatchObject({ reason: 'ReplicasNotReady', message: '3/5 pods ready', observedGeneration: 4 });
+    expect(condition(computeStatus(base), 'Reconciling').reason).toBe('DeploymentMissing');
+  });
+
+  test('a failure the operator retries (the API server, a webhook) is Reconciling, not Stalled', () => {
+    const status = computeStatus({ ...base, failure: { reason: 'ApplyFailed', message: 'Deployment default/x: etcd timeout' } });
+    expect(condition(status, 'Reconciling')).toMatchObject({ status: 'True', reason: 'ApplyFailed' });
+    expect(status.conditions.find((c) => c.type === 'Stalled')).toBeUndefined();
+  });
+
+  test.each(['NameConflict', 'ImageNotAllowed', 'InvalidSpec'])('%s is Stalled at once, with the failure\'s message, and not Reconciling', (reason) => {
+    const status = computeStatus({ ...base, deployment: deployment(3, 3), failure: { reason, message: `the ${reason} message` } });
+    expect(condition(status, 'Stalled')).toMatchObject({ status: 'True', reason, message: `the ${reason} message`, observedGeneration: 4 });
+    expect(types(status)).toEqual(['Degraded=True', 'Progressing=False', 'Ready=False', 'Stalled=True']);
+  });
+
+  test('a kubelet failure is Reconciling until the Deployment\'s progress deadline passes, then Stalled with the kubelet\'s reason', () => {
+    const failing: V1Pod = {
+      metadata: { name: 'p1', labels },
+      status: { phase: 'Pending', containerStatuses: [{ name: 'app', image: 'x', imageID: '', ready: false, restartCount: 0, state: { waiting: { reason: 'ImagePullBackOff', message: 'Back-off pulling image "nope:1"' } } }] },
+    };
+    const rolling = { ...base, size: 1, pods: [failing] };
+    const early = computeStatus({ ...rolling, deployment: deployment(1, 0) });
+    expect(condition(early, 'Reconciling')).toMatchObject({ status: 'True', reason: 'ErrImagePull' });
+    const stuck = computeStatus({ ...rolling, deployment: deadline(deployment(1, 0)), previous: early, now: new Date('2026-12-02T10:10:00Z') });
+    expect(condition(stuck, 'Stalled')).toMatchObject({
+      status: 'True',
+      reason: 'ErrImagePull',
+      message: 'container "app" of pod p1: Back-off pulling image "nope:1" (0/1 pods ready); ReplicaSet "x-6b4" has timed out progressing. (the Deployment\'s progressDeadlineSeconds)',
+      lastTransitionTime: '2026-12-02T10:10:00Z',
+    });
+    expect(stuck.conditions.find((c) => c.type === 'Reconciling')).toBeUndefined();
+    // Ready keeps its lastTransitionTime: only Stalled is new.
+    expect(condition(stuck, 'Ready').lastTransitionTime).toBe('2026-12-02T10:00:00Z');
+    // A rollout stuck with no kubelet failure (a readiness probe that never passes) is Stalled too.
+    expect(condition(computeStatus({ ...base, size: 1, deployment: deadline(deployment(1, 0)) }), 'Stalled').reason).toBe('ProgressDeadlineExceeded');
+  });
+
+  test('a fix rolling out is Reconciling: the deadline of the rollout it replaces is not its own', () => {
+    // The Deployment controller has not seen the new generation yet: its condition is the old rollout's.
+    const fixing = computeStatus({ ...base, size: 1, deployment: deadline(deployment(1, 0, 1, 3, 3), 2) });
+    expect(condition(fixing, 'Reconciling').status).toBe('True');
+    expect(fixing.conditions.find((c) => c.type === 'Stalled')).toBeUndefined();
+  });
+
+  test('Ready pods are neither, whatever the Deployment said before', () => {
+    const status = computeStatus({ ...base, size: 1, deployment: deadline(deployment(1, 1)), pods: [pod('a', true)] });
+    expect(types(status)).toEqual(['Degraded=False', 'Progressing=False', 'Ready=True']);
   });
 });

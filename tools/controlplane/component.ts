@@ -12,7 +12,8 @@ export type ComponentName =
   | 'kwok'
   | 'containerd'
   | 'kubelet'
-  | 'kube-proxy';
+  | 'kube-proxy'
+  | 'metrics-server';
 
 export interface ExitInfo {
   code: number | null;

@@ -1,6 +1,7 @@
 // Command lines of the control-plane components. Everything binds to loopback; nothing is exposed.
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { FRONT_PROXY_CLIENT, type FrontProxyFiles } from './front-proxy.js';
 
 export interface Ports {
   etcdClient: number;
@@ -50,6 +51,8 @@ export interface ApiserverFiles {
   watchCache?: boolean;
   /** A real node runs: bind and advertise its address, keep the `kubernetes` Service's endpoints. */
   realNode?: { address: string; serviceCidr: string };
+  /** The aggregation layer proxies to extension API servers (metrics-server) with this client certificate. */
+  frontProxy?: FrontProxyFiles;
 }
 
 export function apiserverArgs(ports: Ports, files: ApiserverFiles): string[] {
@@ -82,6 +85,19 @@ export function apiserverArgs(ports: Ports, files: ApiserverFiles): string[] {
   // resolves nowhere, and a lookup would leave the machine for its name server.
   if (node) args.push('--kubelet-preferred-address-types=InternalIP');
   if (files.watchCache === false) args.push('--watch-cache=false');
+  if (files.frontProxy) {
+    args.push(
+      `--requestheader-client-ca-file=${files.frontProxy.caFile}`,
+      `--requestheader-allowed-names=${FRONT_PROXY_CLIENT}`,
+      '--requestheader-username-headers=X-Remote-User',
+      '--requestheader-group-headers=X-Remote-Group',
+      '--requestheader-extra-headers-prefix=X-Remote-Extra-',
+      `--proxy-client-cert-file=${files.frontProxy.certFile}`,
+      `--proxy-client-key-file=${files.frontProxy.keyFile}`,
+      // Dial the APIService's endpoint (metrics-server on the node address), not its Service's ClusterIP.
+      '--enable-aggregator-routing=true',
+    );
+  }
   if (files.auditPolicy && files.auditLog) {
     args.push(
       `--audit-policy-file=${files.auditPolicy}`,
@@ -113,6 +129,9 @@ export const CONTROLLERS = [
   // plugin (on by default) refuses requests over a quota only once that status exists; without this
   // controller a quota of `pods: 1` admits every pod.
   'resourcequota-controller',
+  // Scales what a HorizontalPodAutoscaler targets (an app kind's CR through its scale subresource); it
+  // finds CPU figures only where metrics-server runs (the real node, docs/autoscaling.md).
+  'horizontal-pod-autoscaler-controller',
 ];
 
 export function controllerManagerArgs(kubeconfig: string, serviceAccountPrivateKey: string, caFile: string): string[] {
@@ -127,6 +146,8 @@ export function controllerManagerArgs(kubeconfig: string, serviceAccountPrivateK
     // Benchmarks create hundreds of objects; the default 20 QPS would be the bottleneck.
     '--kube-api-qps=200',
     '--kube-api-burst=400',
+    // Every 5 s instead of 15 s, so an autoscaling test sees its HPA act sooner (costs nothing without HPAs).
+    '--horizontal-pod-autoscaler-sync-period=5s',
   ];
 }
 

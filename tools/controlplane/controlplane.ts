@@ -22,7 +22,9 @@ import {
   type Ports,
 } from './components.js';
 import { createFakeNodes, fakeNodeCount, fakeNodesReady } from './fake-node.js';
-import { ADMIN_USER, writeAdminTokenFile, writeAuditPolicy, writeKubeconfig, writeServiceAccountKeys } from './files.js';
+import { addTokenUser, ADMIN_USER, writeAdminTokenFile, writeAuditPolicy, writeKubeconfig, writeServiceAccountKeys } from './files.js';
+import { writeFrontProxyCerts } from './front-proxy.js';
+import { buildMetricsServer, METRICS_API_SERVICE, METRICS_SERVER_USER, metricsApiAvailable, metricsServerArgs, registerMetricsServer } from './metrics-server.js';
 import { freePorts } from './ports.js';
 import { answers200, httpGet, waitFor } from './readiness.js';
 import { requestServiceAccountToken, writeServiceAccountKubeconfig } from './serviceaccount.js';
@@ -61,6 +63,11 @@ export interface ControlPlaneOptions {
    * The API server then binds and advertises the node's address. Default false.
    */
   realNode?: boolean;
+  /**
+   * With realNode: run metrics-server (built on first use, minutes) and register the metrics API, so
+   * HorizontalPodAutoscalers scale on CPU (docs/autoscaling.md). Default false.
+   */
+  metricsServer?: boolean;
 }
 
 export type RestartableComponent = 'etcd' | 'kube-apiserver' | 'kube-controller-manager';
@@ -90,6 +97,7 @@ export class ControlPlane implements Stoppable {
   private readonly nodePortRange?: string;
   private readonly profiling: boolean;
   private readonly watchCache: boolean;
+  private readonly metricsServerToken?: string;
   private caPem = '';
   private stopping?: Promise<void>;
 
@@ -99,6 +107,8 @@ export class ControlPlane implements Stoppable {
     hasScheduler: boolean,
     opts: ControlPlaneOptions,
     private readonly node?: RealNode,
+    /** Set when metrics-server runs: its binary. */
+    private readonly metricsServer?: string,
   ) {
     this.dir = mkdtempSync(join(tmpdir(), 'appkind-cp-'));
     watchDir(this.dir);
@@ -108,6 +118,7 @@ export class ControlPlane implements Stoppable {
     this.kubeconfigPath = join(this.dir, 'kubeconfig');
     this.adminToken = writeAdminTokenFile(join(this.dir, 'tokens.csv'));
     node?.addUsers(join(this.dir, 'tokens.csv'));
+    if (metricsServer) this.metricsServerToken = addTokenUser(join(this.dir, 'tokens.csv'), METRICS_SERVER_USER.name, METRICS_SERVER_USER.groups);
     if (opts.auditLog) this.auditLogPath = join(this.dir, 'audit.log');
     this.hasScheduler = hasScheduler;
     this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
@@ -121,11 +132,14 @@ export class ControlPlane implements Stoppable {
   static async start(opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
     const binaries = opts.binaries ?? (await resolveBinaries({ log: opts.log }));
     const hasScheduler = opts.realNode ? true : wantsScheduler(binaries, opts.scheduler);
+    if (opts.metricsServer && !opts.realNode) throw new Error('controlplane: metricsServer needs realNode: true (kwok\'s fake node runs no kubelet to scrape)');
+    // Built before the node's lock is taken: a first build takes minutes another run need not wait out.
+    const metricsServer = opts.metricsServer ? await buildMetricsServer(opts.log ?? ((line) => void process.stderr.write(`${line}\n`))) : undefined;
     const node = opts.realNode ? await RealNode.prepare(binaries, opts.log ?? (() => undefined), opts.timeoutMs ?? DEFAULT_TIMEOUT_MS) : undefined;
     const [etcdClient, etcdPeer, apiserver, kwok] = await freePorts(4);
     let cp: ControlPlane;
     try {
-      cp = new ControlPlane(binaries, { etcdClient, etcdPeer, apiserver, kwok }, hasScheduler, opts, node);
+      cp = new ControlPlane(binaries, { etcdClient, etcdPeer, apiserver, kwok }, hasScheduler, opts, node, metricsServer);
     } catch (err) {
       await node?.stop();
       throw err;
@@ -160,6 +174,10 @@ export class ControlPlane implements Stoppable {
       const access = { server: this.server, caPem: this.caPem, logsDir: join(this.dir, 'logs') };
       await Promise.all([this.waitForDefaultServiceAccount(kc), node.start(access, kc)]);
       step(`controllers, scheduler and real node ${node.info.name} ready`);
+      if (this.metricsServer) {
+        await this.startMetricsServer(this.metricsServer, node.info.address, kc);
+        step(`metrics-server ready (APIService ${METRICS_API_SERVICE} Available)`);
+      }
       return;
     }
     await Promise.all([this.waitForDefaultServiceAccount(kc), this.hasScheduler ? this.waitForFakeNode(kc) : undefined]);
@@ -171,6 +189,15 @@ export class ControlPlane implements Stoppable {
     this.components.set(name, component);
     component.start();
     return component;
+  }
+
+  private async startMetricsServer(binary: string, address: string, kc: KubeConfig): Promise<void> {
+    const kubeconfig = join(this.dir, 'metrics-server.kubeconfig');
+    writeKubeconfig(kubeconfig, { server: this.server, caPem: this.caPem, user: METRICS_SERVER_USER.name, token: this.metricsServerToken ?? '' });
+    const [port] = await freePorts(1);
+    const server = this.add('metrics-server', binary, metricsServerArgs({ kubeconfig, address, port: port!, certDir: join(this.dir, 'metrics-server') }));
+    await registerMetricsServer(kc, address, port!);
+    await waitFor(`APIService ${METRICS_API_SERVICE} Available (metrics-server)`, () => metricsApiAvailable(kc), this.waitOpts([server]));
   }
 
   private component(name: ComponentName): Component {
@@ -201,6 +228,7 @@ export class ControlPlane implements Stoppable {
       profiling: this.profiling,
       watchCache: this.watchCache,
       realNode: this.node && { address: this.node.info.address, serviceCidr: this.node.info.serviceCidr },
+      frontProxy: this.metricsServer ? writeFrontProxyCerts(join(this.dir, 'front-proxy')) : undefined,
     };
     if (this.auditLogPath) {
       files.auditPolicy = join(this.dir, 'audit-policy.yaml');
@@ -382,7 +410,7 @@ export class ControlPlane implements Stoppable {
   private async stopProcesses(): Promise<void> {
     const stopAll = (names: ComponentName[]): Promise<unknown> =>
       Promise.all(names.map((name) => this.components.get(name)?.stop()));
-    await stopAll(['kwok', 'kube-scheduler', 'kube-controller-manager']);
+    await stopAll(['metrics-server', 'kwok', 'kube-scheduler', 'kube-controller-manager']);
     await stopAll(['kube-apiserver']);
     await stopAll(['etcd']);
   }

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Builds the metrics-server the real node runs (sigs.k8s.io/metrics-server, pinned in go.mod/go.sum beside
+# this file) from the Go module proxy into a cache outside the repo and prints its path on the last line of
+# stdout. Reuses the cached binary when it is there; tools/controlplane/metrics-server.ts runs this on first
+# use. `build.sh --print-path` only prints where the binary goes.
+# A lock (flock on <cache>/.lock) makes a second concurrent run wait for the first and reuse its result.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -mod=mod -trimpath"
+
+# The key covers what shapes the binary: the pinned modules and this script (its flags).
+key="$(cat "$here/go.sum" "$here/build.sh" | sha256sum | cut -c1-12)"
+version="$(awk '$1 == "sigs.k8s.io/metrics-server" {print $2; exit}' "$here/go.mod")"
+cache="${APPKIND_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/appkind}/metrics-server/${version}-${key}"
+if [ "${1:-}" = "--print-path" ]; then echo "$cache/metrics-server"; exit 0; fi
+
+mkdir -p "$cache"
+if [ -x "$cache/metrics-server" ]; then echo "$cache/metrics-server"; exit 0; fi
+
+# Held until this script exits (fd 9; go gets it closed). A waiter then finds the binary.
+if command -v flock >/dev/null 2>&1; then
+  exec 9<>"$cache/.lock"
+  if ! flock -n 9; then
+    echo "metrics-server: another build of $cache is in progress (pid $(cat "$cache/.lock" 2>/dev/null || echo '?')); waiting" >&2
+    flock 9
+    if [ -x "$cache/metrics-server" ]; then echo "metrics-server: the other build finished; reusing $cache/metrics-server" >&2; echo "$cache/metrics-server"; exit 0; fi
+  fi
+  echo "$$" >"$cache/.lock"
+fi
+
+if ! command -v go >/dev/null 2>&1; then
+  echo "metrics-server: no Go toolchain found. Install Go >= 1.26 (https://go.dev/doc/install) and re-run $0." >&2
+  exit 3
+fi
+
+# The version as metrics-server's own release build stamps it (its Makefile's LDFLAGS).
+ldflags="-s -w -X k8s.io/client-go/pkg/version.gitVersion=$version"
+tmp="$cache/.tmp.$$"
+trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$tmp"
+start=$(date +%s)
+echo "metrics-server: building metrics-server $version (first run only; cached in $cache)" >&2
+(cd "$here" && go build -ldflags="$ldflags" -o "$tmp/metrics-server" sigs.k8s.io/metrics-server/cmd/metrics-server) 9>&- >&2
+mv -f "$tmp/metrics-server" "$cache/metrics-server"
+echo "metrics-server: built $version in $(( $(date +%s) - start ))s" >&2
+echo "$cache/metrics-server"
