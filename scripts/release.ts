@@ -14,7 +14,8 @@
 //   --image REF   the operator image reference install.yaml names and the archive is tagged with
 //                 (default APPKIND_OPERATOR_IMAGE, else appkind-operator:<version>)
 //   --monitoring  install.yaml also holds OperatorMonitoring's ServiceMonitor, PrometheusRule and
-//                 Grafana dashboard ConfigMap (needs the prometheus-operator CRDs; docs/monitoring.md)
+//                 Grafana dashboard ConfigMap, and the chart's monitoring.enabled defaults to true
+//                 (needs the prometheus-operator CRDs; docs/monitoring.md)
 // Kinds come from the usual configuration (APPKIND_CONFIG, the six variables, else the sample kind).
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -67,11 +68,10 @@ function manifests(image: string, env: NodeJS.ProcessEnv, monitoring: boolean): 
 /** The Helm chart charts/appkind-operator with the release's image and kinds: its folder, and the archive `helm package` would make (a gzipped tar of that folder). */
 function chart(image: string, env: NodeJS.ProcessEnv, monitoring: boolean): void {
   const dir = join(OUT, 'chart', CHART_NAME);
-  writeChart(dir, image, bundleProps(env, image).kinds);
+  writeChart(dir, image, bundleProps(env, image).kinds, monitoring);
   const archive = `${CHART_NAME}-${VERSION}.tgz`;
   execFileSync('tar', ['-czf', join(OUT, archive), '-C', join(OUT, 'chart'), CHART_NAME]);
-  // The chart has no monitoring objects yet: install.yaml holds them only with --monitoring.
-  const same = `the objects of install.yaml${monitoring ? ' but the monitoring ones' : ''}, less the Namespace --create-namespace makes`;
+  const same = `the objects of install.yaml${monitoring ? ', monitoring.enabled' : ''}, less the Namespace --create-namespace makes`;
   say(`${archive}: the Helm chart charts/${CHART_NAME} with this image and these kinds (default values: ${same}), its folder chart/${CHART_NAME}/`);
 }
 

@@ -210,6 +210,24 @@ describe('the chart charts/appkind-operator', () => {
     expect(canonical(withoutHelmMarks(objects, expected))).toEqual(canonical(expected));
   });
 
+  test('monitoring.enabled adds what install.yaml --monitoring adds, in the release\'s namespace; selectorLabels label the ServiceMonitor and PrometheusRule; dashboard=false leaves the dashboard out', async () => {
+    const expected = documents(installYaml({}, undefined, true));
+    const objects = await template(CHART_DIR, '--namespace', 'appkind-system', '--set', 'createNamespace=true', '--set', 'monitoring.enabled=true');
+    expect(objects.map((o) => o.kind)).toEqual(expect.arrayContaining(['ServiceMonitor', 'PrometheusRule']));
+    expect(canonical(withoutHelmMarks(objects, expected))).toEqual(canonical(expected));
+    // The alerts keep Prometheus' own templates, untouched by Helm's.
+    expect(JSON.stringify(objects.find((o) => o.kind === 'PrometheusRule'))).toContain('{{ $labels.kind }}');
+
+    const elsewhere = await template(CHART_DIR, '--namespace', 'mon', '--set', 'monitoring.enabled=true', '--set', 'monitoring.selectorLabels.release=kube-prometheus-stack', '--set', 'monitoring.dashboard=false');
+    const added = elsewhere.filter((o) => ['ServiceMonitor', 'PrometheusRule'].includes(o.kind!) || o.metadata!.name === 'appkind-operator-dashboard');
+    expect(added.map((o) => `${o.kind}/${o.metadata!.namespace}`).sort()).toEqual(['PrometheusRule/mon', 'ServiceMonitor/mon']);
+    for (const o of added) expect(o.metadata!.labels).toMatchObject({ release: 'kube-prometheus-stack', 'app.kubernetes.io/instance': RELEASE });
+    expect(JSON.stringify(added)).not.toContain('appkind-chart-stand-in-namespace');
+    expect(JSON.stringify(added.find((o) => o.kind === 'PrometheusRule'))).toContain('namespace=\\"mon\\"');
+    // Off by default.
+    expect((await template(CHART_DIR, '--namespace', 'mon')).some((o) => o.kind === 'ServiceMonitor')).toBe(false);
+  });
+
   test('the schema refuses a value of the wrong type and a mistyped key, naming it', async () => {
     await expect(template(CHART_DIR, '--set', 'replicas=two')).rejects.toThrow(/values don't meet the specifications of the schema[\s\S]*replicas[\s\S]*(integer|number)/);
     await expect(template(CHART_DIR, '--set', 'replica=2')).rejects.toThrow(/additional propert(y|ies) 'replica' not allowed/);

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { loadAppKinds } from '../../operator/kinds/config.js';
-import { CHART_DIR, KIND_OBJECTS_FILE, chartKinds, kindObjectsFile } from '../../tools/release/chart.js';
+import { CHART_DIR, KIND_OBJECTS_FILE, MONITORING_FILE, chartKinds, kindObjectsFile, monitoringFile } from '../../tools/release/chart.js';
 
 const root = join(import.meta.dirname, '..', '..');
 const read = (path: string) => readFileSync(join(CHART_DIR, path), 'utf8');
@@ -11,6 +11,12 @@ const read = (path: string) => readFileSync(join(CHART_DIR, path), 'utf8');
 describe('the Helm chart charts/appkind-operator', () => {
   test('files/kinds.yaml is what the constructs render for values.yaml\'s kinds (run `npm run chart` when this fails)', () => {
     expect(read(KIND_OBJECTS_FILE)).toBe(kindObjectsFile(chartKinds()));
+  });
+
+  test('files/monitoring.yaml is what OperatorMonitoring renders: a ServiceMonitor, a PrometheusRule and the dashboard (run `npm run chart` when this fails)', () => {
+    expect(read(MONITORING_FILE)).toBe(monitoringFile(chartKinds()));
+    const { objects } = parse(read(MONITORING_FILE)) as { objects: { kind: string; metadata: { name: string } }[] };
+    expect(objects.map((o) => `${o.kind}/${o.metadata.name}`)).toEqual(['ServiceMonitor/appkind-operator', 'PrometheusRule/appkind-operator', 'ConfigMap/appkind-operator-dashboard']);
   });
 
   test('its kinds are the sample kind, as install.yaml serves them without configuration', () => {

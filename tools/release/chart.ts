@@ -16,8 +16,13 @@ export const CHART_NAME = 'appkind-operator';
 export const CHART_DIR = join(import.meta.dirname, '..', '..', 'charts', CHART_NAME);
 /** The chart's file of its own kinds' objects. */
 export const KIND_OBJECTS_FILE = join('files', 'kinds.yaml');
-/** A stand-in namespace: valid where it stands, and never a real value. */
+/** The chart's file of OperatorMonitoring's objects (the value monitoring.enabled renders them). */
+export const MONITORING_FILE = join('files', 'monitoring.yaml');
+/** A stand-in namespace: valid where it stands, and never a real value (templates/monitoring.yaml replaces it). */
 const NS = 'appkind-chart-stand-in-namespace';
+/** What OperatorMonitoring adds to the bundle. */
+const isMonitoringObject = (o: KubernetesObject, name: string) =>
+  o.kind === 'ServiceMonitor' || o.kind === 'PrometheusRule' || (o.kind === 'ConfigMap' && o.metadata!.name === `${name}-dashboard`);
 
 /** The bundle's objects that the kinds shape and nothing else does (the reconcile rules aside). */
 const isKindObject = (o: KubernetesObject, name: string) =>
@@ -52,19 +57,36 @@ export function kindObjectsFile(kinds: AppKind[]): string {
   return `${header.join('\n')}\n${stringify(kindValues(kinds).kindObjects, { lineWidth: 0 })}`;
 }
 
+/**
+ * files/monitoring.yaml: OperatorMonitoring's ServiceMonitor, PrometheusRule and dashboard ConfigMap
+ * for the operator in the stand-in namespace. The alerts and the dashboard hold Prometheus' and
+ * Grafana's own `{{ }}` templates, so the chart reads this file without tpl and replaces the namespace.
+ */
+export function monitoringFile(kinds: AppKind[], name = CHART_NAME): string {
+  const objects = bundleObjects({ kinds, namespace: NS, name }, true).filter((o) => isMonitoringObject(o, name));
+  const header = [
+    "# OperatorMonitoring's ServiceMonitor, PrometheusRule and Grafana dashboard ConfigMap, rendered by the",
+    '# cdk8s-appkind construct for the operator in a stand-in namespace, which templates/monitoring.yaml',
+    "# replaces with the operator's. Written by `npm run chart`; do not edit.",
+  ];
+  return `${header.join('\n')}\n${stringify({ objects }, { lineWidth: 0 })}`;
+}
+
 /** The kinds of a chart folder's values.yaml. */
 export function chartKinds(dir = CHART_DIR): AppKind[] {
   return (parseDocument(readFileSync(join(dir, 'values.yaml'), 'utf8')).toJS() as { kinds: AppKind[] }).kinds;
 }
 
 /**
- * Copies the chart to `dir` with `image` and `kinds` as its defaults: values.yaml keeps its comments,
- * and files/kinds.yaml is rendered again when the kinds differ from the chart's.
+ * Copies the chart to `dir` with `image` and `kinds` (and, with `monitoring`, monitoring.enabled) as
+ * its defaults: values.yaml keeps its comments, and files/kinds.yaml is rendered again when the kinds
+ * differ from the chart's.
  */
-export function writeChart(dir: string, image: string, kinds: AppKind[]): void {
+export function writeChart(dir: string, image: string, kinds: AppKind[], monitoring = false): void {
   cpSync(CHART_DIR, dir, { recursive: true });
   const values = parseDocument(readFileSync(join(dir, 'values.yaml'), 'utf8'));
   values.set('image', image);
+  if (monitoring) values.setIn(['monitoring', 'enabled'], true);
   if (JSON.stringify(kinds) !== JSON.stringify(chartKinds())) {
     values.set('kinds', kinds);
     writeFileSync(join(dir, KIND_OBJECTS_FILE), kindObjectsFile(kinds));
