@@ -3,8 +3,8 @@
 //                                          (`kubectl apply -f` installs, `kubectl delete -f` removes)
 //   kinds.yaml                             the kinds' CRDs and the operator's RBAC for them alone (after an
 //                                          edit of the kinds ConfigMap: `npm run kinds` applies the same)
-//   appkind-operator-<version>.tgz         the Helm chart (helm install), from the same construct; its folder
-//                                          is chart/appkind-operator/ (tools/release/chart.ts)
+//   appkind-operator-<version>.tgz         the Helm chart charts/appkind-operator (helm install) with this
+//                                          image and these kinds; its folder is chart/appkind-operator/
 //   appkind-operator-<version>.oci.tar     the operator image (podman load / docker load -i)
 //   cdk8s-appkind-<version>.tgz            the construct library's npm package
 //   packages/<target>/                     jsii-pacmak's output for every target: built where this machine
@@ -14,7 +14,8 @@
 //   --image REF   the operator image reference install.yaml names and the archive is tagged with
 //                 (default APPKIND_OPERATOR_IMAGE, else appkind-operator:<version>)
 //   --monitoring  install.yaml also holds OperatorMonitoring's ServiceMonitor, PrometheusRule and
-//                 Grafana dashboard ConfigMap (needs the prometheus-operator CRDs; docs/monitoring.md)
+//                 Grafana dashboard ConfigMap, and the chart's monitoring.enabled defaults to true
+//                 (needs the prometheus-operator CRDs; docs/monitoring.md)
 // Kinds come from the usual configuration (APPKIND_CONFIG, the six variables, else the sample kind).
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -25,7 +26,7 @@ import { parseArgs } from 'node:util';
 import { ConfigError } from 'appkind-operator/kinds';
 import { withPrefixedSettings } from 'appkind-operator/settings';
 import { normalizeImageName } from '../tools/controlplane/node-images.js';
-import { CHART_NAME, chartFiles } from '../tools/release/chart.js';
+import { CHART_NAME, writeChart } from '../tools/release/chart.js';
 import { bundleProps, installYaml, kindsYaml } from '../tools/release/manifests.js';
 
 const ROOT = join(import.meta.dirname, '..');
@@ -64,17 +65,14 @@ function manifests(image: string, env: NodeJS.ProcessEnv, monitoring: boolean): 
   say(`install.yaml: operator image ${image}${extra}; kinds.yaml: the same kinds' CRDs and RBAC`);
 }
 
-/** The Helm chart: its folder, and the archive `helm package` would make (a gzipped tar of that folder). */
+/** The Helm chart charts/appkind-operator with the release's image and kinds: its folder, and the archive `helm package` would make (a gzipped tar of that folder). */
 function chart(image: string, env: NodeJS.ProcessEnv, monitoring: boolean): void {
   const dir = join(OUT, 'chart', CHART_NAME);
-  for (const [path, text] of Object.entries(chartFiles(bundleProps(env, image), VERSION))) {
-    mkdirSync(join(dir, path, '..'), { recursive: true });
-    writeFileSync(join(dir, path), text);
-  }
+  writeChart(dir, image, bundleProps(env, image).kinds, monitoring);
   const archive = `${CHART_NAME}-${VERSION}.tgz`;
   execFileSync('tar', ['-czf', join(OUT, archive), '-C', join(OUT, 'chart'), CHART_NAME]);
-  const same = monitoring ? 'the same objects as install.yaml but the monitoring ones' : 'the same objects as install.yaml';
-  say(`${archive}: the Helm chart (default values: ${same}), its folder chart/${CHART_NAME}/`);
+  const same = `the objects of install.yaml${monitoring ? ', monitoring.enabled' : ''}, less the Namespace --create-namespace makes`;
+  say(`${archive}: the Helm chart charts/${CHART_NAME} with this image and these kinds (default values: ${same}), its folder chart/${CHART_NAME}/`);
 }
 
 function library(): void {
