@@ -12,8 +12,8 @@ import { SAMPLE_KIND } from '../../operator/kinds/config.js';
 import { crdObjects } from '../../operator/kinds/crd-yaml.js';
 import { ApiError, RestClient } from '../../operator/runtime/rest.js';
 import { applyManifests } from '../../tools/controlplane/apply.js';
-import { createTestNamespace, crObject, eventually, FOREIGN_IMAGE, foreignDeployment, freeStaticNodePorts, sharedCluster } from './cluster.js';
-import { installCrds, installOperatorIdentity, OperatorProcess } from './operator-process.js';
+import { createTestNamespace, crConverged, crObject, eventually, FOREIGN_IMAGE, foreignDeployment, freeStaticNodePorts, sharedCluster } from './cluster.js';
+import { installCrds, installOperatorIdentity, OperatorProcess, startOperatorTest } from './operator-process.js';
 
 type Obj = KubernetesObject & { spec?: Record<string, unknown> };
 type Condition = { type: string; status: string; reason: string; message: string };
@@ -35,20 +35,12 @@ const clusterRef = (v: string, k: string, name: string): KubernetesObject => ({ 
 const condition = async (name: string, type: string, namespace = ns) =>
   (await rest.get<Resource>(crRef(name, namespace)))?.status?.conditions?.find((c) => c.type === type);
 const refusal = (body: KubernetesObject) => rest.apply(body, 'test-user').then(() => undefined, (e: unknown) => e as ApiError);
-const converged = async (name: string, size: number, namespace = ns) => {
-  const status = (await rest.get<Resource>(crRef(name, namespace)))?.status;
-  return status?.nodes?.length === size && status.conditions?.find((c) => c.type === 'Degraded')?.status === 'False';
-};
+const converged = (name: string, size: number, namespace = ns) => crConverged(rest, crRef(name, namespace), size);
 const warningEvent = async (name: string, reason: string, namespace = ns) =>
   (await rest.list<Event>('v1', 'Event', namespace)).items.some((e) => e.involvedObject.name === name && e.reason === reason && e.type === 'Warning');
 
 beforeAll(async () => {
-  kc = sharedCluster().kubeConfig;
-  rest = new RestClient(kc);
-  ns = await createTestNamespace(kc, 'badinput');
-  await installCrds(kc, [kind]);
-  await installOperatorIdentity(kc, [kind], ns);
-  operator = await OperatorProcess.start(ns, {});
+  ({ kc, rest, ns, operator } = await startOperatorTest('badinput', [kind]));
 });
 
 afterAll(async () => {
@@ -255,10 +247,7 @@ describe('the cluster changes under the operator', () => {
     await installOperatorIdentity(kc, [own], where);
     const op = await OperatorProcess.start(where, { APPKIND_KINDS: JSON.stringify({ kinds: [own] }) });
     const ownRef = (name: string): KubernetesObject => ({ apiVersion: `${own.group}/${own.version}`, kind: own.kind, metadata: { name, namespace: where } });
-    const ownConverged = async (name: string) => {
-      const status = (await rest.get<Resource>(ownRef(name)))?.status;
-      return status?.nodes?.length === 1 && status.conditions?.find((c) => c.type === 'Degraded')?.status === 'False';
-    };
+    const ownConverged = (name: string) => crConverged(rest, ownRef(name), 1);
     try {
       await rest.apply({ ...ownRef('before'), spec: { size: 1 } } as KubernetesObject, 'test-user');
       await eventually('before converged', () => ownConverged('before'));
