@@ -15,10 +15,9 @@ import { ResourceCache } from '../../operator/runtime/cache.js';
 import { SAMPLE_KIND } from '../../operator/kinds/config.js';
 import { DeletedChildren } from '../../operator/controller/deleted-children.js';
 import { CachedResource, Reconciler } from '../../operator/controller/reconcile.js';
-import { controllerOf } from '../../operator/runtime/ref.js';
-import { refKey } from '../../operator/runtime/ref.js';
+import { controllerOf, refKey } from '../../operator/runtime/ref.js';
 import { RestClient } from '../../operator/runtime/rest.js';
-import { crObject, eventually, readSharedAuditLog } from './cluster.js';
+import { crObject, eventually } from './cluster.js';
 import { ReconcilerRig } from './reconciler-rig.js';
 
 const kind: AppKind = SAMPLE_KIND;
@@ -55,11 +54,7 @@ async function convergedCr(name: string): Promise<string> {
 
 /** Creates of `name`'s children after `since`, from the audit log. */
 async function childCreates(name: string, since: string): Promise<string[]> {
-  return (await readSharedAuditLog())
-    .filter((e) => e.stageTimestamp > since && e.objectRef?.namespace === ns && [`${name}-deployment`, `${name}-svc`].includes(e.objectRef.name ?? '') &&
-      !e.objectRef.subresource && ['create', 'patch'].includes(e.verb))
-    .map((e) => `${e.verb} ${e.objectRef?.name} ${e.responseStatus?.code}`)
-    .sort();
+  return (await rig.writesTo([`${name}-deployment`, `${name}-svc`], since, ['create', 'patch'])).sort();
 }
 
 /** Deletes the CR (background: the garbage collector deletes the children) and waits until both caches saw them go. */

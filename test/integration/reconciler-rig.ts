@@ -9,7 +9,7 @@ import { EventRecorder } from '../../operator/runtime/events.js';
 import { Informer, InformerHandler, InformerSource } from '../../operator/runtime/informer.js';
 import { silentLogger } from '../../operator/runtime/log.js';
 import { RestClient } from '../../operator/runtime/rest.js';
-import { createTestNamespace, sharedCluster } from './cluster.js';
+import { createTestNamespace, readSharedAuditLog, sharedCluster } from './cluster.js';
 import { installCrds } from './operator-process.js';
 
 /** The operator's field manager, so what the rig writes is owned as the operator's writes are. */
@@ -89,6 +89,14 @@ export class ReconcilerRig {
   /** A reference to the Service `name` of the test namespace. */
   serviceRef(name: string): KubernetesObject {
     return { apiVersion: 'v1', kind: 'Service', metadata: { name, namespace: this.ns } };
+  }
+
+  /** `verb name code` of the writes to `names` in the test namespace after `since`, from the audit log (subresources left out). */
+  async writesTo(names: string[], since: string, verbs: string[]): Promise<string[]> {
+    return (await readSharedAuditLog())
+      .filter((e) => e.stageTimestamp > since && e.objectRef?.namespace === this.ns && names.includes(e.objectRef.name ?? '') &&
+        !e.objectRef.subresource && verbs.includes(e.verb))
+      .map((e) => `${e.verb} ${e.objectRef?.name} ${e.responseStatus?.code}`);
   }
 
   /** Stops every informer and closes the client. */
