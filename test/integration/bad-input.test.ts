@@ -12,8 +12,8 @@ import { SAMPLE_KIND } from '../../operator/kinds/config.js';
 import { crdObjects } from '../../operator/kinds/crd-yaml.js';
 import { ApiError, RestClient } from '../../operator/runtime/rest.js';
 import { applyManifests } from '../../tools/controlplane/apply.js';
-import { createTestNamespace, crConverged, crObject, eventually, FOREIGN_IMAGE, foreignDeployment, freeStaticNodePorts, sharedCluster } from './cluster.js';
-import { installCrds, installOperatorIdentity, OperatorProcess, startOperatorTest } from './operator-process.js';
+import { crConverged, crObject, eventually, FOREIGN_IMAGE, foreignDeployment, freeStaticNodePorts, sharedCluster } from './cluster.js';
+import { OperatorProcess, startOperatorTest } from './operator-process.js';
 
 type Obj = KubernetesObject & { spec?: Record<string, unknown> };
 type Condition = { type: string; status: string; reason: string; message: string };
@@ -213,9 +213,7 @@ describe('only the operator can tell: Degraded with the reason, an Event, nothin
 
 describe('the cluster changes under the operator', () => {
   test('a namespace being deleted: nothing is re-created in it, the operator carries on', async () => {
-    const doomed = await createTestNamespace(kc, 'doomed');
-    await installOperatorIdentity(kc, [kind], doomed);
-    const op = await OperatorProcess.start(doomed, {});
+    const { ns: doomed, operator: op } = await startOperatorTest('doomed', [kind]);
     try {
       // A finalizer of the test's own holds the CR while the namespace terminates around it.
       await rest.apply({ ...crRef('stay', doomed), metadata: { name: 'stay', namespace: doomed, finalizers: ['example.com/hold'] }, spec: { size: 1 } } as KubernetesObject, 'test-user');
@@ -242,10 +240,7 @@ describe('the cluster changes under the operator', () => {
   test('the CRD deleted while the operator runs: it keeps running, and serves the kind again once it is back', async () => {
     // A kind of its own: deleting the shared kind's CRD would delete the CRs of every other test file.
     const own: AppKind = { ...SAMPLE_KIND, group: 'badinput.example.com', kind: 'Brittle', plural: 'brittles', appName: 'brittle' };
-    const where = await createTestNamespace(kc, 'crdgone');
-    await installCrds(kc, [own]);
-    await installOperatorIdentity(kc, [own], where);
-    const op = await OperatorProcess.start(where, { APPKIND_KINDS: JSON.stringify({ kinds: [own] }) });
+    const { ns: where, operator: op } = await startOperatorTest('crdgone', [own], { APPKIND_KINDS: JSON.stringify({ kinds: [own] }) });
     const ownRef = (name: string): KubernetesObject => ({ apiVersion: `${own.group}/${own.version}`, kind: own.kind, metadata: { name, namespace: where } });
     const ownConverged = (name: string) => crConverged(rest, ownRef(name), 1);
     try {
