@@ -88,7 +88,7 @@ describe('refused by the API server, with the field and the reason named', () =>
   });
 
   test.each<[string, string, RegExp]>([
-    // The issue's example: accepted before, then Degraded ApplyFailed on every apply of "<name>-svc".
+    // Within Kubernetes' 253 characters, but "<name>-svc" is past a Service's 63: stored, the CR would fail every apply.
     ['68 characters', `a${'b'.repeat(67)}`, new RegExp(`metadata\\.name must be at most ${maxName} characters`)],
     [`${maxName + 1} characters (one over)`, `a${'b'.repeat(maxName)}`, new RegExp(`metadata\\.name must be at most ${maxName} characters`)],
     ['a dot (valid for the CR, not for a Service)', 'web.v2', /metadata\.name must start with a letter and hold only lowercase letters, digits and "-"/],
