@@ -9,6 +9,7 @@ import { AppKind, OperatorBundle } from 'cdk8s-appkind';
 import { crdObjects } from '../../operator/kinds/crd-yaml.js';
 import { applyManifests } from '../../tools/controlplane/apply.js';
 import { RestClient } from '../../operator/runtime/rest.js';
+import type { ControlPlane } from '../../tools/controlplane/controlplane.js';
 import { createTestNamespace, readSharedAuditLog, sharedCluster, sharedServiceAccountKubeconfig } from './cluster.js';
 
 const root = join(import.meta.dirname, '..', '..');
@@ -91,6 +92,18 @@ export async function prepareOperatorNamespace(prefix: string, kinds: AppKind[])
 export async function startOperatorTest(prefix: string, kinds: AppKind[], env: Record<string, string> = {}): Promise<OperatorTest> {
   const prepared = await prepareOperatorNamespace(prefix, kinds);
   return { ...prepared, operator: await OperatorProcess.start(prepared.ns, env) };
+}
+
+/**
+ * On a control plane of a test's own: the kinds' CRDs, the bundle's ServiceAccount and RBAC for
+ * `namespace`, and an operator process serving it as that ServiceAccount with `env`.
+ */
+export async function startOperatorOn(cp: Pick<ControlPlane, 'kubeConfig' | 'serviceAccountKubeconfig'>, namespace: string, kinds: AppKind[], env: Record<string, string>): Promise<OperatorProcess> {
+  const kc = cp.kubeConfig();
+  await installCrds(kc, kinds);
+  await installOperatorIdentity(kc, kinds, namespace);
+  const kubeconfig = await cp.serviceAccountKubeconfig(namespace, OPERATOR_SA);
+  return OperatorProcess.spawn({ kubeconfig, env: { APPKIND_WATCH_NAMESPACE: namespace, ...env } });
 }
 
 export class OperatorProcess {
