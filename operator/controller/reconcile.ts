@@ -1,5 +1,8 @@
 // The reconciler: one CR's children applied from what render() gives, the ones no longer rendered pruned,
 // and its status written; level-based, reading everything from the caches each time.
+// One concern past 350 lines: a reconcile is one pass over one CR, and its steps (read, refuse, apply,
+// prune, status) share that pass's state; what each step computes lives elsewhere (diff.ts, policy.ts,
+// status.ts, pod-problems.ts), so what stays here is the order of the steps and the failures between them.
 import {
   KubernetesObject,
   V1Deployment,

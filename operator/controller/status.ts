@@ -1,3 +1,5 @@
+// The status a CR reports, computed from its Deployment, Service, pods and the last reconcile's
+// failure: the conditions kstatus tools read, and the Warning Events a new failure is worth.
 import { V1Deployment, V1DeploymentCondition, V1Pod, V1Service } from '@kubernetes/client-node';
 import { KUBELET_FAILURE_REASONS, podProblem } from './pod-problems.js';
 

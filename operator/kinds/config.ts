@@ -1,3 +1,8 @@
+// App kinds from what a user configured (a kinds file, APPKIND_KINDS, the walkthrough's variables),
+// each checked with errors that name the setting, where it was set and the fix.
+// One concern past 350 lines: every source ends in validateAppKind, and the checks word their errors
+// by the source (an env variable's name, `kinds[1] in appkinds.yaml`), so the sources and the checks
+// change together; the schema the checks start from is schema.ts.
 import { readFileSync } from 'node:fs';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { parse as parseYaml } from 'yaml';

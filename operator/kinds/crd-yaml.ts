@@ -1,3 +1,4 @@
+// The CRDs of app kinds, as objects to apply and as the YAML checked in under crd/.
 import { App, Chart, Yaml } from 'cdk8s';
 import { AppKind, AppKindCrd } from 'cdk8s-appkind';
 import { KubeObject } from './render.js';

@@ -1,3 +1,5 @@
+// render(): one CR of an app kind in, the Kubernetes objects the construct gives for it out, with what
+// the CR may set bounded by what its kind allows.
 import { App, Chart } from 'cdk8s';
 import {
   AppKind,

@@ -1,5 +1,8 @@
 // Leader election on a coordination.k8s.io/v1 Lease, as client-go's leaderelection package does it,
 // so that of several operator replicas exactly one reconciles at a time.
+// One concern past 350 lines: acquiring, renewing, losing and releasing the Lease are one state machine
+// over one Lease record and one clock, and the write fence (mayWrite) reads that same state, so a split
+// would pass the state between files without making any part readable alone.
 import { V1Lease } from '@kubernetes/client-node';
 import { apiFailure } from './api-failure.js';
 import { Logger, silentLogger } from './log.js';

@@ -1,6 +1,9 @@
 // A work queue with client-go's "stingy" semantics (util/workqueue/doc.go): a key is queued at most
 // once, processed by at most one worker at a time, and a key added while it is being processed runs
 // once more afterwards. Failures requeue the key with per-key exponential backoff.
+// One concern past 350 lines: dedupe, per-key serial runs, backoff and the two tiers below all decide
+// one thing, which key a free worker takes next, and each reads the others' state (a key's tier, its
+// failures, whether it is processing); the token bucket is the retries' rate, used by nothing else.
 //
 // Two tiers, so that failing keys never delay the others (a healthy CR created after 50 bad ones
 // converges as fast as on its own). Keys added by events (`add()`, `addAfter()`, and a

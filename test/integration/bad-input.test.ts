@@ -12,8 +12,8 @@ import { SAMPLE_KIND } from '../../operator/kinds/config.js';
 import { crdObjects } from '../../operator/kinds/crd-yaml.js';
 import { ApiError, RestClient } from '../../operator/runtime/rest.js';
 import { applyManifests } from '../../tools/controlplane/apply.js';
-import { createTestNamespace, crObject, eventually, FOREIGN_IMAGE, foreignDeployment, freeStaticNodePorts, sharedCluster } from './cluster.js';
-import { installCrds, installOperatorIdentity, OperatorProcess } from './operator-process.js';
+import { crConverged, crObject, eventually, FOREIGN_IMAGE, foreignDeployment, freeStaticNodePorts, sharedCluster } from './cluster.js';
+import { OperatorProcess, startOperatorTest } from './operator-process.js';
 
 type Obj = KubernetesObject & { spec?: Record<string, unknown> };
 type Condition = { type: string; status: string; reason: string; message: string };
@@ -35,20 +35,12 @@ const clusterRef = (v: string, k: string, name: string): KubernetesObject => ({ 
 const condition = async (name: string, type: string, namespace = ns) =>
   (await rest.get<Resource>(crRef(name, namespace)))?.status?.conditions?.find((c) => c.type === type);
 const refusal = (body: KubernetesObject) => rest.apply(body, 'test-user').then(() => undefined, (e: unknown) => e as ApiError);
-const converged = async (name: string, size: number, namespace = ns) => {
-  const status = (await rest.get<Resource>(crRef(name, namespace)))?.status;
-  return status?.nodes?.length === size && status.conditions?.find((c) => c.type === 'Degraded')?.status === 'False';
-};
+const converged = (name: string, size: number, namespace = ns) => crConverged(rest, crRef(name, namespace), size);
 const warningEvent = async (name: string, reason: string, namespace = ns) =>
   (await rest.list<Event>('v1', 'Event', namespace)).items.some((e) => e.involvedObject.name === name && e.reason === reason && e.type === 'Warning');
 
 beforeAll(async () => {
-  kc = sharedCluster().kubeConfig;
-  rest = new RestClient(kc);
-  ns = await createTestNamespace(kc, 'badinput');
-  await installCrds(kc, [kind]);
-  await installOperatorIdentity(kc, [kind], ns);
-  operator = await OperatorProcess.start(ns, {});
+  ({ kc, rest, ns, operator } = await startOperatorTest('badinput', [kind]));
 });
 
 afterAll(async () => {
@@ -96,7 +88,7 @@ describe('refused by the API server, with the field and the reason named', () =>
   });
 
   test.each<[string, string, RegExp]>([
-    // The issue's example: accepted before, then Degraded ApplyFailed on every apply of "<name>-svc".
+    // Within Kubernetes' 253 characters, but "<name>-svc" is past a Service's 63: stored, the CR would fail every apply.
     ['68 characters', `a${'b'.repeat(67)}`, new RegExp(`metadata\\.name must be at most ${maxName} characters`)],
     [`${maxName + 1} characters (one over)`, `a${'b'.repeat(maxName)}`, new RegExp(`metadata\\.name must be at most ${maxName} characters`)],
     ['a dot (valid for the CR, not for a Service)', 'web.v2', /metadata\.name must start with a letter and hold only lowercase letters, digits and "-"/],
@@ -221,9 +213,7 @@ describe('only the operator can tell: Degraded with the reason, an Event, nothin
 
 describe('the cluster changes under the operator', () => {
   test('a namespace being deleted: nothing is re-created in it, the operator carries on', async () => {
-    const doomed = await createTestNamespace(kc, 'doomed');
-    await installOperatorIdentity(kc, [kind], doomed);
-    const op = await OperatorProcess.start(doomed, {});
+    const { ns: doomed, operator: op } = await startOperatorTest('doomed', [kind]);
     try {
       // A finalizer of the test's own holds the CR while the namespace terminates around it.
       await rest.apply({ ...crRef('stay', doomed), metadata: { name: 'stay', namespace: doomed, finalizers: ['example.com/hold'] }, spec: { size: 1 } } as KubernetesObject, 'test-user');
@@ -250,15 +240,9 @@ describe('the cluster changes under the operator', () => {
   test('the CRD deleted while the operator runs: it keeps running, and serves the kind again once it is back', async () => {
     // A kind of its own: deleting the shared kind's CRD would delete the CRs of every other test file.
     const own: AppKind = { ...SAMPLE_KIND, group: 'badinput.example.com', kind: 'Brittle', plural: 'brittles', appName: 'brittle' };
-    const where = await createTestNamespace(kc, 'crdgone');
-    await installCrds(kc, [own]);
-    await installOperatorIdentity(kc, [own], where);
-    const op = await OperatorProcess.start(where, { APPKIND_KINDS: JSON.stringify({ kinds: [own] }) });
+    const { ns: where, operator: op } = await startOperatorTest('crdgone', [own], { APPKIND_KINDS: JSON.stringify({ kinds: [own] }) });
     const ownRef = (name: string): KubernetesObject => ({ apiVersion: `${own.group}/${own.version}`, kind: own.kind, metadata: { name, namespace: where } });
-    const ownConverged = async (name: string) => {
-      const status = (await rest.get<Resource>(ownRef(name)))?.status;
-      return status?.nodes?.length === 1 && status.conditions?.find((c) => c.type === 'Degraded')?.status === 'False';
-    };
+    const ownConverged = (name: string) => crConverged(rest, ownRef(name), 1);
     try {
       await rest.apply({ ...ownRef('before'), spec: { size: 1 } } as KubernetesObject, 'test-user');
       await eventually('before converged', () => ownConverged('before'));

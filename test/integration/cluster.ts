@@ -95,6 +95,12 @@ export function crObject(kind: AppKind, namespace: string, name: string, spec?: 
   return { apiVersion: AppKindCrd.apiVersionOf(kind), kind: kind.kind, metadata: { name, namespace }, ...(spec ? { spec } : {}) };
 }
 
+/** Whether the CR `cr` reports `size` nodes and Degraded False: its spec applied, and nothing wrong found. */
+export async function crConverged(rest: RestClient, cr: KubernetesObject, size: number): Promise<boolean> {
+  const status = (await rest.get<KubernetesObject & { status?: { nodes?: string[]; conditions?: { type: string; status: string }[] } }>(cr))?.status;
+  return status?.nodes?.length === size && status.conditions?.find((c) => c.type === 'Degraded')?.status === 'False';
+}
+
 /**
  * A Deployment named `name` that no CR owns (someone else's, with none of our labels), scaled to 0:
  * a CR whose Deployment would have this name must neither adopt nor overwrite it.

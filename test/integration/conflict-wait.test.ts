@@ -7,8 +7,8 @@ import { KubeConfig, KubernetesObject, V1Service } from '@kubernetes/client-node
 import { SAMPLE_KIND } from '../../operator/kinds/config.js';
 import { controllerOf } from '../../operator/runtime/ref.js';
 import { RestClient } from '../../operator/runtime/rest.js';
-import { createTestNamespace, crObject, eventually, foreignDeployment, sharedCluster } from './cluster.js';
-import { installCrds, installOperatorIdentity, OperatorProcess } from './operator-process.js';
+import { crObject, eventually, foreignDeployment, sharedCluster } from './cluster.js';
+import { installCrds, OperatorProcess, startOperatorTest } from './operator-process.js';
 
 type Condition = { type: string; status: string; reason: string; message: string };
 type Resource = KubernetesObject & { status?: { conditions?: Condition[] } };
@@ -39,10 +39,10 @@ afterAll(async () => {
 
 describe('a CR whose child name is taken', () => {
   test('when the foreign Deployment or Service is deleted, its event retries the CR at once, long before its backoff would', async () => {
-    const ns = await createTestNamespace(kc, 'conflict');
-    await installOperatorIdentity(kc, [kind], ns);
     // A backoff cap far beyond the test: only the delete's event can retry the CRs in time.
-    op = await OperatorProcess.start(ns, { APPKIND_DEGRADED_RETRY_SECONDS: '3600' });
+    const started = await startOperatorTest('conflict', [kind], { APPKIND_DEGRADED_RETRY_SECONDS: '3600' });
+    const ns = started.ns;
+    op = started.operator;
     const foreignService: V1Service & KubernetesObject = { apiVersion: 'v1', kind: 'Service', metadata: { name: 'svc-taken-svc', namespace: ns }, spec: { ports: [{ port: 80 }] } };
     const foreign = [await rest.apply(foreignDeployment(ns, 'dep-taken-deployment'), 'someone-else'), await rest.apply(foreignService, 'someone-else')];
     const names = ['dep-taken', 'svc-taken'];

@@ -5,69 +5,40 @@
 // cache has seen it. Reproduced deterministically: a Reconciler over Deployment and Service caches that
 // listed the namespace and then stopped watching, against the real API server.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { KubeConfig, KubernetesObject, V1Deployment, V1NetworkPolicy, V1Pod, V1PodDisruptionBudget, V1ReplicaSet, V1Service } from '@kubernetes/client-node';
+import { KubernetesObject, V1Deployment, V1Service } from '@kubernetes/client-node';
 import { AppKind } from 'cdk8s-appkind';
-import { OWNER_INDEX, ownerIndex, ResourceCache, withOwnManagedFields, withoutManagedFields } from '../../operator/runtime/cache.js';
+import { ResourceCache } from '../../operator/runtime/cache.js';
 import { SAMPLE_KIND } from '../../operator/kinds/config.js';
-import { EventRecorder } from '../../operator/runtime/events.js';
-import { Informer, InformerSource } from '../../operator/runtime/informer.js';
-import { silentLogger } from '../../operator/runtime/log.js';
 import { CachedResource, Reconciler, ReconcileError } from '../../operator/controller/reconcile.js';
-import { controllerOf } from '../../operator/runtime/ref.js';
-import { refKey } from '../../operator/runtime/ref.js';
+import { controllerOf, refKey } from '../../operator/runtime/ref.js';
 import { ApiError, isCreateOnlyRefusal, RestClient } from '../../operator/runtime/rest.js';
-import { createTestNamespace, crObject, eventually, FOREIGN_IMAGE, foreignDeployment, readSharedAuditLog, sharedCluster } from './cluster.js';
-import { installCrds } from './operator-process.js';
+import { crObject, eventually, FOREIGN_IMAGE, foreignDeployment } from './cluster.js';
+import { MANAGER, ReconcilerRig } from './reconciler-rig.js';
 
 type Condition = { type: string; status: string; reason: string; message: string };
 type Resource = CachedResource & { status?: { conditions?: Condition[] } };
 
 const kind: AppKind = SAMPLE_KIND;
-const MANAGER = 'appkind-operator';
-let kc: KubeConfig;
+let rig: ReconcilerRig;
 let rest: RestClient;
 let ns: string;
-const informers: Informer<KubernetesObject>[] = [];
 
-const deploymentRef = (name: string): KubernetesObject => ({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name, namespace: ns } });
-const serviceRef = (name: string): KubernetesObject => ({ apiVersion: 'v1', kind: 'Service', metadata: { name, namespace: ns } });
+const deploymentRef = (name: string): KubernetesObject => rig.deploymentRef(name);
+const serviceRef = (name: string): KubernetesObject => rig.serviceRef(name);
 const managers = (obj: KubernetesObject | undefined) => (obj?.metadata?.managedFields ?? []).map((m) => `${m.manager}/${m.operation}`);
 /** The managedFields entries of `manager` (the Deployment controller writes status beside them). */
 const entriesOf = (obj: KubernetesObject | undefined, manager: string) => managers(obj).filter((m) => m.startsWith(`${manager}/`));
-
-/** A started informer of one resource in the test namespace; resolves once it listed. */
-async function informer<T extends KubernetesObject>(source: Omit<InformerSource, 'namespace'>, opts: { transform?: (o: T) => T; indexers?: Record<string, (o: T) => string[]> } = {}): Promise<Informer<T>> {
-  const i = new Informer<T>({ ...source, namespace: ns }, () => undefined, { staleMs: 60_000, log: silentLogger, rest, ...opts });
-  informers.push(i as unknown as Informer<KubernetesObject>);
-  await i.start();
-  return i;
-}
 
 /**
  * A Reconciler whose Deployment and Service caches listed the namespace and then stopped watching:
  * they never see what is created afterwards. The CRs are watched as usual.
  */
 async function staleReconciler(): Promise<{ reconciler: Reconciler; crs: ResourceCache<Resource> }> {
-  const children = { transform: withOwnManagedFields(MANAGER), indexers: { [OWNER_INDEX]: ownerIndex } };
-  const deployments = await informer<V1Deployment>({ apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments' }, children);
-  const services = await informer<V1Service>({ apiVersion: 'v1', kind: 'Service', plural: 'services' }, children);
+  const { deployments, services } = await rig.childInformers();
   deployments.stop();
   services.stop();
-  const crs = new ResourceCache([await informer<Resource>({ apiVersion: `${kind.group}/${kind.version}`, kind: kind.kind, plural: kind.plural }, { transform: withoutManagedFields })]);
-  const reconciler = new Reconciler({
-    kinds: new Map([[kind.kind, kind]]),
-    crs: new Map([[kind.kind, crs as ResourceCache<CachedResource>]]),
-    deployments: new ResourceCache([deployments]),
-    services: new ResourceCache([services]),
-    podDisruptionBudgets: new ResourceCache<V1PodDisruptionBudget>([]),
-    networkPolicies: new ResourceCache<V1NetworkPolicy>([]),
-    pods: new ResourceCache<V1Pod>([]),
-    replicaSets: new ResourceCache<V1ReplicaSet>([]),
-    rest,
-    events: new EventRecorder(rest, MANAGER, silentLogger),
-    fieldManager: MANAGER,
-    log: silentLogger,
-  });
+  const crs = new ResourceCache([await rig.crInformer<Resource>()]);
+  const reconciler = rig.reconciler({ crs: crs as ResourceCache<CachedResource>, deployments: new ResourceCache([deployments]), services: new ResourceCache([services]) });
   return { reconciler, crs };
 }
 
@@ -90,16 +61,11 @@ async function reconcileFailure(reconciler: Reconciler, name: string): Promise<R
 }
 
 beforeAll(async () => {
-  kc = sharedCluster().kubeConfig;
-  rest = new RestClient(kc);
-  await installCrds(kc, [kind]);
-  ns = await createTestNamespace(kc, 'race');
+  rig = await ReconcilerRig.start('race', kind);
+  ({ rest, ns } = rig);
 });
 
-afterAll(() => {
-  for (const i of informers) i.stop();
-  rest?.close();
-});
+afterAll(() => rig?.stop());
 
 describe('the API server on a create-only apply (the guard of a first apply)', () => {
   test('absent: created, and what the apply owns is as without the guard; present: 409, left as it was', async () => {
@@ -182,9 +148,7 @@ describe('a foreign object the caches have not seen', () => {
     expect(await reconcileFailure(reconciler, 'own')).toBeUndefined();
     // Again with the same caches, which still lack both children: what the creates returned stands in.
     expect(await reconcileFailure(reconciler, 'own')).toBeUndefined();
-    const childWrites = async () => (await readSharedAuditLog()).filter((e) => e.stageTimestamp > since && e.objectRef?.namespace === ns &&
-      ['own-deployment', 'own-svc'].includes(e.objectRef.name ?? '') && !e.objectRef.subresource && ['create', 'patch', 'update'].includes(e.verb))
-      .map((e) => `${e.verb} ${e.objectRef?.name} ${e.responseStatus?.code}`);
+    const childWrites = () => rig.writesTo(['own-deployment', 'own-svc'], since, ['create', 'patch', 'update']);
     expect((await childWrites()).sort()).toEqual(['patch own-deployment 201', 'patch own-svc 201']);
     // A process that did not create them (another replica after a failover, its caches behind): the
     // create-only apply is refused, the read shows they are its CR's, and it applies as usual.

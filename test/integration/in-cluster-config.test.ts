@@ -10,8 +10,8 @@ import { join } from 'node:path';
 import { SAMPLE_KIND } from '../../operator/kinds/config.js';
 import { RestClient } from '../../operator/runtime/rest.js';
 import { requestServiceAccountToken } from '../../tools/controlplane/serviceaccount.js';
-import { createTestNamespace, eventually, sharedCluster } from './cluster.js';
-import { installCrds, installOperatorIdentity, OPERATOR_SA, OperatorProcess } from './operator-process.js';
+import { eventually } from './cluster.js';
+import { OPERATOR_SA, OperatorProcess, prepareOperatorNamespace } from './operator-process.js';
 
 type Resource = KubernetesObject & { status?: { nodes?: string[] } };
 type Lease = KubernetesObject & { spec?: { holderIdentity?: string } };
@@ -41,11 +41,7 @@ let ns: string;
 let operator: OperatorProcess | undefined;
 
 beforeAll(async () => {
-  kc = sharedCluster().kubeConfig;
-  rest = new RestClient(kc);
-  ns = await createTestNamespace(kc, 'incluster');
-  await installCrds(kc, [kind]);
-  await installOperatorIdentity(kc, [kind], ns);
+  ({ kc, rest, ns } = await prepareOperatorNamespace('incluster', [kind]));
 });
 
 afterAll(async () => {

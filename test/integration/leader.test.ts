@@ -6,7 +6,7 @@ import { LeaderCallbacks, LeaderElector } from '../../operator/runtime/leader.js
 import { ApiError, RestClient } from '../../operator/runtime/rest.js';
 import { applyManifests } from '../../tools/controlplane/apply.js';
 import { createTestNamespace, crObject, eventually, readSharedAuditLog, sharedCluster, sharedServiceAccountKubeconfig } from './cluster.js';
-import { installCrds, installOperatorIdentity, OPERATOR_SA, OperatorProcess } from './operator-process.js';
+import { installOperatorIdentity, OPERATOR_SA, OperatorProcess, prepareOperatorNamespace } from './operator-process.js';
 import { TcpProxy } from './tcp-proxy.js';
 
 const LEASE_DURATION = 3; // seconds; an integer, as the Lease field is
@@ -489,10 +489,7 @@ describe('a leader frozen past its lease (SIGSTOP), replaced, then woken (SIGCON
   });
 
   it('writes nothing after it wakes and exits non-zero, while the replica that took over reconciled', async () => {
-    const ns = await createTestNamespace(kc, 'frozen');
-    await installCrds(kc, [SAMPLE_KIND]);
-    await installOperatorIdentity(kc, [SAMPLE_KIND], ns);
-    const admin = new RestClient(kc);
+    const { ns, rest: admin } = await prepareOperatorNamespace('frozen', [SAMPLE_KIND]);
     clients.push(admin);
     const replica = async (id: string) => {
       const p = await OperatorProcess.start(ns, { APPKIND_LEADER_ELECT: 'true', APPKIND_LEASE_NAMESPACE: ns, APPKIND_POD_NAME: id, ...PROCESS_LEASE });

@@ -10,7 +10,7 @@ import { KubeConfig, KubernetesObject, V1Service } from '@kubernetes/client-node
 import { SAMPLE_KIND } from '../../operator/kinds/config.js';
 import { RestClient } from '../../operator/runtime/rest.js';
 import { createTestNamespace, crObject, eventually, freeStaticNodePorts, sharedCluster } from './cluster.js';
-import { installCrds, installOperatorIdentity, LogLine, OperatorProcess } from './operator-process.js';
+import { installCrds, LogLine, OperatorProcess, startOperatorTest } from './operator-process.js';
 
 type Condition = { type: string; status: string; reason: string; message: string };
 type Resource = KubernetesObject & { status?: { nodePort?: number; conditions?: Condition[] } };
@@ -64,10 +64,8 @@ afterAll(async () => {
 
 describe('a CR waiting for a NodePort', () => {
   test('held in a namespace the operator does not watch: retried at least every APPKIND_DEGRADED_RETRY_SECONDS, Ready once the port is freed', async () => {
-    const ns = await createTestNamespace(kc, 'npwait');
+    const { ns, operator: op } = await startOperatorTest('npwait', [kind], { APPKIND_DEGRADED_RETRY_SECONDS: '2' });
     const elsewhere = await createTestNamespace(kc, 'npheld');
-    await installOperatorIdentity(kc, [kind], ns);
-    const op = await OperatorProcess.start(ns, { APPKIND_DEGRADED_RETRY_SECONDS: '2' });
     operators.push(op);
     const [port] = (await freeStaticNodePorts(kc, 1)) as [number];
     const holder = await rest.apply(foreignService(elsewhere, 'holder', port), 'test-user');
@@ -82,10 +80,8 @@ describe('a CR waiting for a NodePort', () => {
   }, 240_000);
 
   test('held by a Service in the watched namespace: when it goes, its event retries the CR at once, long before its backoff would', async () => {
-    const ns = await createTestNamespace(kc, 'npevent');
-    await installOperatorIdentity(kc, [kind], ns);
     // A backoff cap far beyond the test: only the freed port's event can retry the CR in time.
-    const op = await OperatorProcess.start(ns, { APPKIND_DEGRADED_RETRY_SECONDS: '3600' });
+    const { ns, operator: op } = await startOperatorTest('npevent', [kind], { APPKIND_DEGRADED_RETRY_SECONDS: '3600' });
     operators.push(op);
     const [port, other, moved] = (await freeStaticNodePorts(kc, 3)) as [number, number, number];
 

@@ -4,17 +4,14 @@
 // its "stopped" line, exit 0, and no process of it left. `npm start`: controlplane-cleanup.test.ts.
 import { beforeAll, expect, test } from '@jest/globals';
 import { SAMPLE_KIND } from '../../operator/kinds/config.js';
-import { createTestNamespace, eventually, sharedCluster, sharedServiceAccountKubeconfig } from './cluster.js';
+import { eventually, sharedServiceAccountKubeconfig } from './cluster.js';
 import { processesMentioning } from './controlplane-processes.js';
-import { installCrds, installOperatorIdentity, OPERATOR_SA, OperatorProcess } from './operator-process.js';
+import { OPERATOR_SA, OperatorProcess, prepareOperatorNamespace } from './operator-process.js';
 
 let ns: string;
 
 beforeAll(async () => {
-  const kc = sharedCluster().kubeConfig;
-  ns = await createTestNamespace(kc, 'npmstop');
-  await installCrds(kc, [SAMPLE_KIND]);
-  await installOperatorIdentity(kc, [SAMPLE_KIND], ns);
+  ({ ns } = await prepareOperatorNamespace('npmstop', [SAMPLE_KIND]));
 });
 
 test.each(['SIGTERM', 'SIGINT'] as const)('%s to the npm process alone: the operator stops cleanly and nothing of it is left', async (signal) => {

@@ -5,10 +5,8 @@ import { KubernetesObject } from '@kubernetes/client-node';
 import { SAMPLE_KIND } from '../../operator/kinds/config.js';
 import { RestClient } from '../../operator/runtime/rest.js';
 import { ControlPlane } from '../../tools/controlplane/controlplane.js';
-import { eventually } from './cluster.js';
+import { crConverged, eventually } from './cluster.js';
 import { installCrds, OperatorProcess } from './operator-process.js';
-
-type Resource = KubernetesObject & { status?: { nodes?: string[]; conditions?: { type: string; status: string }[] } };
 
 const kind = SAMPLE_KIND;
 let cp: ControlPlane;
@@ -18,10 +16,7 @@ let operator: OperatorProcess;
 const cr = (name: string): KubernetesObject => ({ apiVersion: `${kind.group}/${kind.version}`, kind: kind.kind, metadata: { name, namespace: 'default' } });
 
 async function converge(name: string, size: number): Promise<void> {
-  await eventually(`${name} with ${size} pods`, async () => {
-    const status = (await rest.get<Resource>(cr(name)))?.status;
-    return status?.nodes?.length === size && status.conditions?.find((c) => c.type === 'Degraded')?.status === 'False';
-  }, 120_000);
+  await eventually(`${name} with ${size} pods`, () => crConverged(rest, cr(name), size), 120_000);
 }
 
 /** Client-side apply retried while the API server comes back. */

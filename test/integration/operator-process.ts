@@ -9,6 +9,7 @@ import { AppKind, OperatorBundle } from 'cdk8s-appkind';
 import { crdObjects } from '../../operator/kinds/crd-yaml.js';
 import { applyManifests } from '../../tools/controlplane/apply.js';
 import { RestClient } from '../../operator/runtime/rest.js';
+import type { ControlPlane } from '../../tools/controlplane/controlplane.js';
 import { createTestNamespace, readSharedAuditLog, sharedCluster, sharedServiceAccountKubeconfig } from './cluster.js';
 
 const root = join(import.meta.dirname, '..', '..');
@@ -63,24 +64,46 @@ export async function installOperatorIdentity(kc: KubeConfig, kinds: AppKind[], 
   await applyManifests(kc, objects);
 }
 
-/** What an operator test works with: the admin's clients, its own namespace and an operator serving it. */
-export interface OperatorTest {
+/** The admin's clients and a namespace an operator may serve. */
+export interface OperatorNamespace {
   readonly kc: KubeConfig;
   readonly rest: RestClient;
   readonly ns: string;
+}
+
+/** What an operator test works with: the admin's clients, its own namespace and an operator serving it. */
+export interface OperatorTest extends OperatorNamespace {
   readonly operator: OperatorProcess;
 }
 
 /**
- * A fresh namespace (`prefix`-...) with the kinds' CRDs, the bundle's ServiceAccount and RBAC for it,
- * and an operator process serving it as that ServiceAccount with `env`.
+ * A fresh namespace (`prefix`-...) with the kinds' CRDs and the bundle's ServiceAccount and RBAC for
+ * it, for a test that starts its operator itself (later, or more than once).
  */
-export async function startOperatorTest(prefix: string, kinds: AppKind[], env: Record<string, string> = {}): Promise<OperatorTest> {
+export async function prepareOperatorNamespace(prefix: string, kinds: AppKind[]): Promise<OperatorNamespace> {
   const kc = sharedCluster().kubeConfig;
   const ns = await createTestNamespace(kc, prefix);
   await installCrds(kc, kinds);
   await installOperatorIdentity(kc, kinds, ns);
-  return { kc, rest: new RestClient(kc), ns, operator: await OperatorProcess.start(ns, env) };
+  return { kc, rest: new RestClient(kc), ns };
+}
+
+/** prepareOperatorNamespace(), and an operator process serving it as its ServiceAccount with `env`. */
+export async function startOperatorTest(prefix: string, kinds: AppKind[], env: Record<string, string> = {}): Promise<OperatorTest> {
+  const prepared = await prepareOperatorNamespace(prefix, kinds);
+  return { ...prepared, operator: await OperatorProcess.start(prepared.ns, env) };
+}
+
+/**
+ * On a control plane of a test's own: the kinds' CRDs, the bundle's ServiceAccount and RBAC for
+ * `namespace`, and an operator process serving it as that ServiceAccount with `env`.
+ */
+export async function startOperatorOn(cp: Pick<ControlPlane, 'kubeConfig' | 'serviceAccountKubeconfig'>, namespace: string, kinds: AppKind[], env: Record<string, string>): Promise<OperatorProcess> {
+  const kc = cp.kubeConfig();
+  await installCrds(kc, kinds);
+  await installOperatorIdentity(kc, kinds, namespace);
+  const kubeconfig = await cp.serviceAccountKubeconfig(namespace, OPERATOR_SA);
+  return OperatorProcess.spawn({ kubeconfig, env: { APPKIND_WATCH_NAMESPACE: namespace, ...env } });
 }
 
 export class OperatorProcess {

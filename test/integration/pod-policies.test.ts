@@ -4,12 +4,12 @@
 // stops asking (the Deployment and Service losing the other settings); one of someone else's under the
 // child's name holds the CR Degraded until it is deleted, which retries the CR at once.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { KubeConfig, KubernetesObject, V1Deployment, V1NetworkPolicy, V1PodDisruptionBudget, V1Service } from '@kubernetes/client-node';
+import { KubernetesObject, V1Deployment, V1NetworkPolicy, V1PodDisruptionBudget, V1Service } from '@kubernetes/client-node';
 import { AppKind, ImagePullPolicy } from 'cdk8s-appkind';
 import { SAMPLE_KIND } from '../../operator/kinds/config.js';
 import { RestClient } from '../../operator/runtime/rest.js';
-import { createTestNamespace, crObject, eventually, sharedCluster } from './cluster.js';
-import { expectNoOperatorWrites, installCrds, installOperatorIdentity, OperatorProcess } from './operator-process.js';
+import { crConverged, crObject, eventually } from './cluster.js';
+import { expectNoOperatorWrites, OperatorProcess, prepareOperatorNamespace } from './operator-process.js';
 
 type Condition = { type: string; status: string; reason?: string };
 type Resource = KubernetesObject & { status?: { nodes?: string[]; conditions?: Condition[] } };
@@ -25,7 +25,6 @@ const kind: AppKind = {
   imagePullPolicy: ImagePullPolicy.ALWAYS,
   resources: { requests: { ephemeralStorage: '64Mi' }, limits: { ephemeralStorage: '256Mi' } },
 };
-let kc: KubeConfig;
 let rest: RestClient;
 let ns: string;
 let operator: OperatorProcess | undefined;
@@ -36,17 +35,10 @@ const pdb = (name: string) => get<V1PodDisruptionBudget>('policy/v1', 'PodDisrup
 const netpol = (name: string) => get<V1NetworkPolicy>('networking.k8s.io/v1', 'NetworkPolicy', `${name}-ingress`);
 const deployment = (name: string) => get<V1Deployment>('apps/v1', 'Deployment', `${name}-deployment`);
 const service = (name: string) => get<V1Service>('v1', 'Service', `${name}-svc`);
-const converged = async (name: string) => {
-  const status = (await rest.get<Resource>(crRef(name)))?.status;
-  return status?.nodes?.length === 0 && status.conditions?.find((c) => c.type === 'Degraded')?.status === 'False';
-};
+const converged = (name: string) => crConverged(rest, crRef(name), 0);
 
 beforeAll(async () => {
-  kc = sharedCluster().kubeConfig;
-  rest = new RestClient(kc);
-  ns = await createTestNamespace(kc, 'pod-policies');
-  await installCrds(kc, [kind]);
-  await installOperatorIdentity(kc, [kind], ns);
+  ({ rest, ns } = await prepareOperatorNamespace('pod-policies', [kind]));
 });
 
 afterAll(async () => {

@@ -10,7 +10,7 @@ import { kindsFromDocument } from '../../operator/kinds/config.js';
 import { RestClient } from '../../operator/runtime/rest.js';
 import { ControlPlane } from '../../tools/controlplane/controlplane.js';
 import { createTestNamespace, crObject, eventually } from './cluster.js';
-import { installCrds, installOperatorIdentity, OPERATOR_SA, OperatorProcess } from './operator-process.js';
+import { OperatorProcess, startOperatorOn } from './operator-process.js';
 import { realAppImage } from './realapp/image.js';
 import { getLocal } from './real-node-pods.js';
 
@@ -77,10 +77,7 @@ beforeAll(async () => {
   const config = [kindConfig(image.name)];
   kind = kindsFromDocument(config, 'the test kind')[0]!;
   await rest.apply({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'realapp-db', namespace: ns }, stringData: { url: DATABASE_URL } } as KubernetesObject, 'test');
-  await installCrds(kc, [kind]);
-  await installOperatorIdentity(kc, [kind], ns);
-  const kubeconfig = await cp.serviceAccountKubeconfig(ns, OPERATOR_SA);
-  operator = await OperatorProcess.spawn({ kubeconfig, env: { WATCH_NAMESPACE: ns, APPKIND_KINDS: JSON.stringify(config) } });
+  operator = await startOperatorOn(cp, ns, [kind], { APPKIND_KINDS: JSON.stringify(config) });
 }, 600_000);
 
 afterAll(async () => {

@@ -3,7 +3,7 @@
 // admission; an allowed one reaches the Deployment and an edit of it rolls the Deployment once; a
 // field the kind stops allowing is released from the live objects; unchanged CRs get no write.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { KubeConfig, KubernetesObject, V1Container, V1Deployment } from '@kubernetes/client-node';
+import { KubernetesObject, V1Container, V1Deployment } from '@kubernetes/client-node';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
@@ -12,8 +12,8 @@ import { kindsFromFile } from '../../operator/kinds/config.js';
 import { AppResource, render } from '../../operator/kinds/render.js';
 import { firstDifference } from '../../operator/controller/diff.js';
 import { ApiError, RestClient } from '../../operator/runtime/rest.js';
-import { createTestNamespace, crObject, eventually, sharedCluster } from './cluster.js';
-import { expectNoOperatorWrites, installCrds, installOperatorIdentity, OperatorProcess, operatorWritesSince } from './operator-process.js';
+import { crObject, eventually } from './cluster.js';
+import { expectNoOperatorWrites, OperatorProcess, operatorWritesSince, startOperatorTest } from './operator-process.js';
 
 type Condition = { type: string; status: string; reason: string; message: string };
 type Resource = KubernetesObject & { spec?: Record<string, unknown>; status?: { observedGeneration?: number; conditions?: Condition[] } };
@@ -24,7 +24,6 @@ const kinds = new Map(kindsFromFile(KINDS_FILE).map((k) => [k.kind, k]));
 const crsFile = parseAllDocuments(readFileSync(join(root, 'examples', 'real-apps-crs.yaml'), 'utf8')).map((d) => d.toJS() as AppResource);
 const kindOf = (name: string): AppKind => kinds.get(name)!;
 
-let kc: KubeConfig;
 let rest: RestClient;
 let ns: string;
 let operator: OperatorProcess | undefined;
@@ -55,12 +54,7 @@ async function refusal(obj: KubernetesObject, query: Record<string, string> = {}
 }
 
 beforeAll(async () => {
-  kc = sharedCluster().kubeConfig;
-  rest = new RestClient(kc);
-  ns = await createTestNamespace(kc, 'realapps');
-  await installCrds(kc, [...kinds.values()]);
-  await installOperatorIdentity(kc, [...kinds.values()], ns);
-  operator = await OperatorProcess.start(ns, { APPKIND_CONFIG: KINDS_FILE });
+  ({ rest, ns, operator } = await startOperatorTest('realapps', [...kinds.values()], { APPKIND_CONFIG: KINDS_FILE }));
   for (const c of crsFile) await rest.apply({ ...c, metadata: { ...c.metadata, namespace: ns } } as KubernetesObject, 'cr-author');
 });
 

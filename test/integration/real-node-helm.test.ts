@@ -11,7 +11,7 @@ import { RestClient } from '../../operator/runtime/rest.js';
 import { ControlPlane } from '../../tools/controlplane/controlplane.js';
 import { chartHolding, runHelm } from '../gitops-clients.js';
 import { createTestNamespace, eventually, foreignDeployment } from './cluster.js';
-import { installCrds, installOperatorIdentity, OPERATOR_SA, OperatorProcess } from './operator-process.js';
+import { OperatorProcess, startOperatorOn } from './operator-process.js';
 import { realAppImage } from './realapp/image.js';
 import { getLocal } from './real-node-pods.js';
 
@@ -40,10 +40,7 @@ beforeAll(async () => {
   ns = await createTestNamespace(kc, 'realnode-helm');
   const config = [{ group: 'helm.realnode.example.com', version: 'v1', kind: 'Charted', image: image.name, port: 8080, readinessProbe: { httpGet: { path: '/ready' }, periodSeconds: 1 } }];
   kind = kindsFromDocument(config, 'the test kind')[0]!;
-  await installCrds(kc, [kind]);
-  await installOperatorIdentity(kc, [kind], ns);
-  const kubeconfig = await cp.serviceAccountKubeconfig(ns, OPERATOR_SA);
-  operator = await OperatorProcess.spawn({ kubeconfig, env: { APPKIND_WATCH_NAMESPACE: ns, APPKIND_KINDS: JSON.stringify(config) } });
+  operator = await startOperatorOn(cp, ns, [kind], { APPKIND_KINDS: JSON.stringify(config) });
 }, 600_000);
 
 afterAll(async () => {

@@ -3,8 +3,8 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { SAMPLE_KIND } from '../../operator/kinds/config.js';
 import { ApiError, RestClient } from '../../operator/runtime/rest.js';
-import { createTestNamespace, eventually, freeStaticNodePorts, readSharedAuditLog, sharedCluster } from './cluster.js';
-import { installCrds, installOperatorIdentity, OPERATOR_SA, OperatorProcess } from './operator-process.js';
+import { crConverged, eventually, freeStaticNodePorts, readSharedAuditLog, sharedCluster } from './cluster.js';
+import { OPERATOR_SA, OperatorProcess, startOperatorTest } from './operator-process.js';
 
 type Obj = KubernetesObject & { spec?: Record<string, unknown> };
 type Deployment = Obj & { spec: { replicas: number } };
@@ -27,19 +27,11 @@ const condition = async (name: string, type: string) => (await rest.get<Resource
 
 async function createAndConverge(name: string, spec: Record<string, unknown>): Promise<void> {
   await rest.apply({ ...crRef(name), spec }, 'test-user');
-  await eventually(`${name} converged`, async () => {
-    const status = (await rest.get<Resource>(crRef(name)))?.status;
-    return status?.nodes?.length === spec.size && status?.conditions?.find((c) => c.type === 'Degraded')?.status === 'False';
-  });
+  await eventually(`${name} converged`, () => crConverged(rest, crRef(name), spec.size as number));
 }
 
 beforeAll(async () => {
-  kc = sharedCluster().kubeConfig;
-  rest = new RestClient(kc);
-  ns = await createTestNamespace(kc, 'reconcile');
-  await installCrds(kc, [kind]);
-  await installOperatorIdentity(kc, [kind], ns);
-  operator = await OperatorProcess.start(ns, {});
+  ({ kc, rest, ns, operator } = await startOperatorTest('reconcile', [kind]));
 });
 
 afterAll(async () => {

@@ -5,8 +5,8 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { KubeConfig, KubernetesObject, V1Deployment, V1Service } from '@kubernetes/client-node';
 import { SAMPLE_KIND } from '../../operator/kinds/config.js';
 import { RestClient } from '../../operator/runtime/rest.js';
-import { createTestNamespace, crObject, eventually, freeStaticNodePorts, sharedCluster } from './cluster.js';
-import { expectNoOperatorWrites, installCrds, installOperatorIdentity, OperatorProcess } from './operator-process.js';
+import { crConverged, crObject, eventually, freeStaticNodePorts, sharedCluster } from './cluster.js';
+import { expectNoOperatorWrites, OperatorProcess, prepareOperatorNamespace } from './operator-process.js';
 
 type Condition = { type: string; status: string };
 type Resource = KubernetesObject & { status?: { nodes?: string[]; conditions?: Condition[] } };
@@ -22,17 +22,10 @@ const crRef = (name: string): KubernetesObject => crObject(kind, ns, name);
 const deployment = (name: string) => rest.get<V1Deployment>({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: `${name}-deployment`, namespace: ns } });
 const service = (name: string) => rest.get<V1Service>({ apiVersion: 'v1', kind: 'Service', metadata: { name: `${name}-svc`, namespace: ns } });
 const ownedBy = (obj: KubernetesObject | undefined, manager: string) => JSON.stringify(obj?.metadata?.managedFields?.find((m) => m.manager === manager && m.operation === 'Apply')?.fieldsV1 ?? {});
-const converged = async (name: string) => {
-  const status = (await rest.get<Resource>(crRef(name)))?.status;
-  return status?.nodes?.length === 0 && status.conditions?.find((c) => c.type === 'Degraded')?.status === 'False';
-};
+const converged = (name: string) => crConverged(rest, crRef(name), 0);
 
 beforeAll(async () => {
-  kc = sharedCluster().kubeConfig;
-  rest = new RestClient(kc);
-  ns = await createTestNamespace(kc, 'released');
-  await installCrds(kc, [kind]);
-  await installOperatorIdentity(kc, [kind], ns);
+  ({ kc, rest, ns } = await prepareOperatorNamespace('released', [kind]));
 });
 
 afterAll(async () => {

@@ -46,11 +46,10 @@ const FAULT_EVERY_SECONDS = Number(process.env.SOAK_FAULT_EVERY_SECONDS ?? (SECO
  * nodePort changes among the random ones (set, moved, dropped): on by default only when faults are at
  * least a minute apart (the long form). With restarts 13 s apart, an operator still working off the
  * backlog of one fault applies a nodePort change during the next restart however the test holds its
- * own changes (see holdNodePorts), and the allocation that restart leaks outlasts the wait: with
- * nodePort changes on, seed 736008448 ended with app-7 Degraded ("provided port is already
- * allocated", 30050, held by no Service) after its etcd restart, in one run of three (the other two,
- * seeds 335555355 and 969782756, held). The operator's part, retrying such a CR when the port frees,
- * is nodeport-wait.test.ts's.
+ * own changes (see holdNodePorts), and the allocation that restart leaks outlasts the wait: a CR can
+ * then end Degraded ("provided port is already allocated", the port held by no Service) through no
+ * fault of the operator (SOAK_SEED=736008448 with SOAK_NODEPORTS=1 can show it after an etcd restart).
+ * The operator's part, retrying such a CR when the port frees, is nodeport-wait.test.ts's.
  */
 const NODE_PORTS = process.env.SOAK_NODEPORTS ? /^(1|true)$/i.test(process.env.SOAK_NODEPORTS) : FAULT_EVERY_SECONDS >= 60;
 const IN_FLIGHT = 6;

@@ -1,15 +1,15 @@
 // The walkthrough of the source documents, on the real control plane, for two kinds served by one
 // operator process: create a CR, see the Deployment and NodePort Service, scale it, read status.nodes.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import { KubernetesObject } from '@kubernetes/client-node';
 import { join } from 'node:path';
 import { AppKind } from 'cdk8s-appkind';
 import { kindsFromFile } from '../../operator/kinds/config.js';
 import { render } from '../../operator/kinds/render.js';
 import { firstDifference } from '../../operator/controller/diff.js';
 import { RestClient } from '../../operator/runtime/rest.js';
-import { createTestNamespace, eventually, sharedCluster } from './cluster.js';
-import { installCrds, installOperatorIdentity, OperatorProcess } from './operator-process.js';
+import { eventually, sharedCluster } from './cluster.js';
+import { OperatorProcess, startOperatorTest } from './operator-process.js';
 
 type Obj = KubernetesObject & { spec?: Record<string, unknown>; status?: Record<string, unknown> };
 type Deployment = Obj & { spec: { replicas: number }; status?: { readyReplicas?: number } };
@@ -20,7 +20,6 @@ const root = join(import.meta.dirname, '..', '..');
 const kinds = kindsFromFile(join(root, 'examples', 'appkinds.yaml'));
 const [echoflask, takara] = kinds as [AppKind, AppKind];
 
-let kc: KubeConfig;
 let rest: RestClient;
 let ns: string;
 let operator: OperatorProcess;
@@ -34,12 +33,7 @@ async function podNames(instance: string): Promise<string[]> {
 }
 
 beforeAll(async () => {
-  kc = sharedCluster().kubeConfig;
-  rest = new RestClient(kc);
-  ns = await createTestNamespace(kc, 'walkthrough');
-  await installCrds(kc, kinds);
-  await installOperatorIdentity(kc, kinds, ns);
-  operator = await OperatorProcess.start(ns, { APPKIND_CONFIG: join(root, 'examples', 'appkinds.yaml') });
+  ({ rest, ns, operator } = await startOperatorTest('walkthrough', kinds, { APPKIND_CONFIG: join(root, 'examples', 'appkinds.yaml') }));
 });
 
 afterAll(async () => {
