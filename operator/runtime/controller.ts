@@ -2,6 +2,8 @@
 // reconciles a key. Wired in one statement with ControllerBuilder, controller-runtime's builder shape:
 // for(primary).owns(children).watches(others).watchesWhile(dynamic).complete(reconcile); owns() maps
 // a child to its controller owner's key itself, and predicates filter events before any mapping.
+// One concern past 350 lines: the builder's declarations and the controller built from them are one
+// API (each step's type is what complete() builds, and the controller runs only what was declared).
 import { KubernetesObject } from '@kubernetes/client-node';
 import { ResourceCache } from './cache.js';
 import { IndexFunc, Informer, InformerEventType, InformerSource } from './informer.js';
