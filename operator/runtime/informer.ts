@@ -196,6 +196,7 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
         if (!resume) this.resourceVersion = undefined;
         this.opts.log.warn(resume ? 'watch failed; resuming' : 'watch failed; relisting', {
           resource: this.path,
+          ...(resume ? { resourceVersion: this.resourceVersion } : {}),
           code: f.code,
           error: f.message,
           failures,
