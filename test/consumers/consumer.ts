@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 
 export const ROOT = join(import.meta.dirname, '..', '..');
 /** Things worth keeping between runs (generated projects, Go bindings); the key names what they depend on. */
-export const CACHE = join(homedir(), '.cache', 'appkind', 'consumers');
+export const CACHE = join(process.env.APPKIND_CACHE_DIR ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'appkind'), 'consumers');
 
 export interface RunResult {
   readonly code: number;

