@@ -115,7 +115,7 @@ describe('Reconciler', () => {
       fieldManager: MANAGER,
       log: createLogger('debug', { write: (line) => logLines.push(line) }),
       now: () => NOW,
-      ownStatusWrites: new OwnStatusWrites(),
+      memory: { ownStatusWrites: new OwnStatusWrites() },
     });
   });
 
@@ -189,7 +189,7 @@ describe('Reconciler', () => {
       fieldManager: MANAGER,
       log: createLogger('warn', { write: () => undefined }),
       now: () => NOW,
-      conflicts: { observe: (k, blockers) => void observed.push([k, ...blockers.map((b) => `${b.kind} ${b.metadata?.namespace}/${b.metadata?.name}`)]) },
+      memory: { conflicts: { observe: (k, blockers) => void observed.push([k, ...blockers.map((b) => `${b.kind} ${b.metadata?.namespace}/${b.metadata?.name}`)]) } },
     });
     const [deployment] = render(SAMPLE_KIND, cr(1)).map((o) => liveChild(o, 'someone-else'));
     deployments.put(deployment as V1Deployment);
