@@ -17,6 +17,8 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const OPERATOR_EXTERNALS = ['@kubernetes/client-node', 'selfsigned'];
+// CommonJS dependencies call require() for Node's built-ins; an ES module has no require of its own.
+export const OPERATOR_BANNER = "import { createRequire as __appkindCreateRequire } from 'node:module'; const require = __appkindCreateRequire(import.meta.url);";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -39,8 +41,7 @@ export async function buildOperatorBundle(outfile = join(root, 'build', 'operato
     format: 'esm',
     target: 'node22',
     external: OPERATOR_EXTERNALS,
-    // CommonJS dependencies call require() for Node's built-ins; an ES module has no require of its own.
-    banner: { js: "import { createRequire as __appkindCreateRequire } from 'node:module'; const require = __appkindCreateRequire(import.meta.url);" },
+    banner: { js: OPERATOR_BANNER },
     minifyWhitespace: true,
     minifySyntax: true,
     keepNames: true,
