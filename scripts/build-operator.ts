@@ -12,13 +12,11 @@
 //   (operator/runtime/kubeconfig.ts imports it then);
 // - selfsigned: run in a short-lived child process that resolves it by name
 //   (operator/runtime/serving-cert.ts).
-import { build } from 'esbuild';
+import { build, type Plugin } from 'esbuild';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const OPERATOR_EXTERNALS = ['@kubernetes/client-node', 'selfsigned'];
-// CommonJS dependencies call require() for Node's built-ins; an ES module has no require of its own.
-export const OPERATOR_BANNER = "import { createRequire as __appkindCreateRequire } from 'node:module'; const require = __appkindCreateRequire(import.meta.url);";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -31,17 +29,25 @@ export interface OperatorBundleInfo {
   readonly inputs: string[];
 }
 
-/** Bundles the operator into `outfile` (default build/operator/main.js). */
-export async function buildOperatorBundle(outfile = join(root, 'build', 'operator', 'main.js')): Promise<OperatorBundleInfo> {
+/**
+ * Bundles the operator into `outfile` (default build/operator/main.js): this checkout's, or another
+ * copy's `main.ts` whose imports `plugins` resolve (the upgrade test's older operator).
+ */
+export async function buildOperatorBundle(
+  outfile = join(root, 'build', 'operator', 'main.js'),
+  opts: { main?: string; plugins?: Plugin[] } = {},
+): Promise<OperatorBundleInfo> {
   const result = await build({
-    entryPoints: [join(root, 'operator', 'main.ts')],
+    entryPoints: [opts.main ?? join(root, 'operator', 'main.ts')],
+    plugins: opts.plugins ?? [],
     outfile,
     bundle: true,
     platform: 'node',
     format: 'esm',
     target: 'node22',
     external: OPERATOR_EXTERNALS,
-    banner: { js: OPERATOR_BANNER },
+    // CommonJS dependencies call require() for Node's built-ins; an ES module has no require of its own.
+    banner: { js: "import { createRequire as __appkindCreateRequire } from 'node:module'; const require = __appkindCreateRequire(import.meta.url);" },
     minifyWhitespace: true,
     minifySyntax: true,
     keepNames: true,

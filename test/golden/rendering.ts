@@ -1,5 +1,5 @@
-// What render() gives for every kind and CR of examples/ and for the walkthrough's sample, as the golden
-// file test/golden/render.yaml holds it; `npm run golden` writes the file, test/unit/golden.test.ts
+// What render() gives for every kind and CR of examples/ (and of test/golden/kinds.yaml and crs.yaml,
+// the settings no example uses) and for the walkthrough's sample, as test/golden/render.yaml holds it; `npm run golden` writes the file, test/unit/golden.test.ts
 // compares it object by object, so a change of what the operator applies is seen in review.
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -29,9 +29,13 @@ export interface GoldenObject {
   readonly object: KubeObject;
 }
 
-/** The kinds files and CR files of examples/: a kinds file has `kinds:`, a CR file CRs. */
-export function exampleFiles(): { kindFiles: string[]; crFiles: string[] } {
-  const files = readdirSync(join(root, 'examples')).filter((f) => f.endsWith('.yaml')).sort().map((f) => `examples/${f}`);
+/** What the golden holds beside examples/: the kind settings and CR fields no example uses. */
+const GOLDEN_INPUTS = ['test/golden/kinds.yaml', 'test/golden/crs.yaml'];
+
+/** The kinds files (with `kinds:`) and CR files of examples/, then the golden's own two. */
+export function inputFiles(): { kindFiles: string[]; crFiles: string[] } {
+  const examples = readdirSync(join(root, 'examples')).filter((f) => f.endsWith('.yaml')).sort().map((f) => `examples/${f}`);
+  const files = [...examples, ...GOLDEN_INPUTS];
   const docs = (f: string) => parseAllDocuments(readFileSync(join(root, f), 'utf8')).map((d) => d.toJS() as Record<string, unknown> | null);
   return {
     kindFiles: files.filter((f) => docs(f).some((d) => d !== null && 'kinds' in d)),
@@ -39,9 +43,9 @@ export function exampleFiles(): { kindFiles: string[]; crFiles: string[] } {
   };
 }
 
-/** The CRs of examples/'s CR files, each with the file it comes from, in the namespace `default` when they name none. */
-export function exampleCrs(): { file: string; cr: AppResource }[] {
-  return exampleFiles().crFiles.flatMap((file) =>
+/** The CRs of the CR files, each with the file it comes from, in the namespace `default` when they name none. */
+export function inputCrs(): { file: string; cr: AppResource }[] {
+  return inputFiles().crFiles.flatMap((file) =>
     parseAllDocuments(readFileSync(join(root, file), 'utf8')).map((d) => {
       const cr = d.toJS() as AppResource;
       return { file, cr: { ...cr, metadata: { ...cr.metadata, namespace: cr.metadata.namespace ?? 'default' } } };
@@ -50,13 +54,13 @@ export function exampleCrs(): { file: string; cr: AppResource }[] {
 }
 
 /**
- * Every case: for the sample kind and each kind of examples/'s kinds files, a CR that sets nothing
- * (`bare`) and each example CR of that kind; for the sample kind also the walkthrough's sample CR as
- * `npx cdk8s synth` renders it (sample.ts, no namespace).
+ * Every case: for the sample kind and each kind of the kinds files, a CR that sets nothing (`bare`)
+ * and each CR of that kind; for the sample kind also the walkthrough's sample CR as `npx cdk8s synth`
+ * renders it (sample.ts, no namespace).
  */
 export function goldenCases(): GoldenCase[] {
-  const crs = exampleCrs().map((c) => c.cr);
-  const sources: [string, AppKind[]][] = [['the sample kind', [SAMPLE_KIND]], ...exampleFiles().kindFiles.map((f): [string, AppKind[]] => [f, kindsFromFile(join(root, f))])];
+  const crs = inputCrs().map((c) => c.cr);
+  const sources: [string, AppKind[]][] = [['the sample kind', [SAMPLE_KIND]], ...inputFiles().kindFiles.map((f): [string, AppKind[]] => [f, kindsFromFile(join(root, f))])];
   const cases: GoldenCase[] = [];
   for (const [source, kinds] of sources) {
     for (const kind of kinds) {
@@ -107,7 +111,8 @@ export function templateHashes(objects: readonly GoldenObject[]): Map<string, st
 }
 
 const HEADER = `# The rendering is a contract: what render() (operator/kinds/render.ts) gives, and so what the operator
-# applies, for every kind and CR of examples/ and the walkthrough's sample (test/golden/rendering.ts).
+# applies, for every kind and CR of examples/, test/golden/kinds.yaml and crs.yaml (the settings no
+# example uses) and the walkthrough's sample (test/golden/rendering.ts).
 # test/unit/golden.test.ts compares it object by object. A change here changes running apps at the next
 # operator upgrade: ${UPDATE_HINT}.
 # Written by \`npm run golden\`; never edit by hand.

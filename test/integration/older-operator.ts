@@ -5,8 +5,8 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, symlinkSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { build, type Plugin } from 'esbuild';
-import { OPERATOR_BANNER, OPERATOR_EXTERNALS } from '../../scripts/build-operator.js';
+import type { Plugin } from 'esbuild';
+import { buildOperatorBundle } from '../../scripts/build-operator.js';
 
 const root = join(import.meta.dirname, '..', '..');
 
@@ -84,22 +84,9 @@ export async function buildOlderOperator(commit: string, dir: string): Promise<s
   execFileSync('sh', ['-c', `git -C "$1" archive --format=tar "$2" lib/src operator | tar -x -C "$3"`, 'sh', root, commit, dir], { stdio: ['ignore', 'ignore', 'pipe'] });
   symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'));
   const outfile = join(dir, 'main.mjs');
-  const result = await build({
-    entryPoints: [join(dir, 'operator', 'main.ts')],
-    outfile,
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: 'node22',
-    external: OPERATOR_EXTERNALS,
-    banner: { js: OPERATOR_BANNER },
-    keepNames: true,
-    logLevel: 'error',
-    plugins: [olderWorkspace(dir)],
-    metafile: true,
-  });
+  const { inputs } = await buildOperatorBundle(outfile, { main: join(dir, 'operator', 'main.ts'), plugins: [olderWorkspace(dir)] });
   // Through the node_modules link, a missed import of the workspace's packages would bundle this checkout's code.
-  const ours = Object.keys(result.metafile.inputs).map((i) => resolve(i)).filter((i) => [join(root, 'lib'), join(root, 'operator')].some((d) => i.startsWith(`${d}/`)));
+  const ours = inputs.map((i) => resolve(i)).filter((i) => [join(root, 'lib'), join(root, 'operator')].some((d) => i.startsWith(`${d}/`)));
   if (ours.length > 0) throw new Error(`the older operator's bundle holds this checkout's ${ours.join(', ')}: resolve its import to the commit's copy in older-operator.ts`);
   return [process.execPath, outfile];
 }

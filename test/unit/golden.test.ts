@@ -6,13 +6,14 @@ import { describe, expect, test } from '@jest/globals';
 import { readFileSync } from 'node:fs';
 import { drift } from '../../operator/controller/diff.js';
 import { SAMPLE_KIND } from '../../operator/kinds/config.js';
-import type { KubeObject } from '../../operator/kinds/render.js';
+import type { AppSpec, KubeObject } from '../../operator/kinds/render.js';
+import { CONFIG_SCHEMA, KIND_PROPERTIES } from '../../operator/kinds/schema.js';
 import {
-  exampleCrs,
-  exampleFiles,
   GOLDEN_FILE,
   goldenCases,
   goldenDifferences,
+  inputCrs,
+  inputFiles,
   type GoldenObject,
   objectKey,
   parseGolden,
@@ -35,12 +36,12 @@ describe('test/golden/render.yaml', () => {
     expect(report).toBe('');
   });
 
-  test('holds every example CR under each kind of its group, version and kind, with its image and replicas', () => {
-    const { kindFiles, crFiles } = exampleFiles();
-    expect(kindFiles).toEqual(expect.arrayContaining(['examples/appkinds.yaml', 'examples/real-apps.yaml', 'examples/production.yaml', 'examples/autoscaling.yaml']));
-    expect(crFiles).toEqual(expect.arrayContaining(['examples/example-echoflask.yaml', 'examples/example-takara.yaml', 'examples/real-apps-crs.yaml']));
+  test('holds every CR of examples/ and test/golden/crs.yaml under each kind of its group, version and kind, with its image and replicas', () => {
+    const { kindFiles, crFiles } = inputFiles();
+    expect(kindFiles).toEqual(expect.arrayContaining(['examples/appkinds.yaml', 'examples/real-apps.yaml', 'examples/production.yaml', 'examples/autoscaling.yaml', 'test/golden/kinds.yaml']));
+    expect(crFiles).toEqual(expect.arrayContaining(['examples/example-echoflask.yaml', 'examples/example-takara.yaml', 'examples/real-apps-crs.yaml', 'test/golden/crs.yaml']));
     const cases = goldenCases();
-    for (const { file, cr } of exampleCrs()) {
+    for (const { file, cr } of inputCrs()) {
       const mine = cases.filter((c) => c.cr.kind === cr.kind && c.cr.apiVersion === cr.apiVersion && c.cr.metadata.name === cr.metadata.name);
       // A CR of a kind no kinds file (nor the sample) serves would be missing from the golden unseen.
       expect([file, cr.metadata.name, mine.length > 0]).toEqual([file, cr.metadata.name, true]);
@@ -66,6 +67,17 @@ describe('test/golden/render.yaml', () => {
     expect(deployment?.spec.replicas).toBe(3);
     expect(deployment?.spec.template.spec.containers[0]?.image).toBe(SAMPLE_KIND.image);
     expect(find(golden.objects, app, 'Service')).toEqual(expect.objectContaining({ metadata: expect.objectContaining({ name: 'example-echoflask-svc' }), spec: expect.objectContaining({ type: 'NodePort' }) }));
+  });
+
+  test('uses every setting of the kinds schema, every override and every field of a CR spec', () => {
+    // A setting no golden kind uses could change what it renders unseen: add it to test/golden/kinds.yaml.
+    const kinds = [...new Set(goldenCases().map((c) => c.kind))];
+    const overrides = (CONFIG_SCHEMA.definitions as Record<string, { properties: Record<string, unknown> }>).overrides!.properties;
+    expect(Object.keys(KIND_PROPERTIES).filter((k) => !kinds.some((kind) => k in kind))).toEqual([]);
+    expect(Object.keys(overrides).filter((k) => !kinds.some((kind) => kind.overrides && k in kind.overrides))).toEqual([]);
+    // A record of every AppSpec key, so a new field fails to compile until it is listed here.
+    const spec: Record<keyof AppSpec, true> = { size: true, image: true, port: true, nodePort: true, args: true, env: true, envFrom: true, resources: true, serviceAccountName: true, podDisruptionBudget: true };
+    expect((Object.keys(spec) as (keyof AppSpec)[]).filter((f) => !inputCrs().some(({ cr }) => cr.spec && f in cr.spec))).toEqual([]);
   });
 
   test("lists each app's pod template fingerprint, as its Deployment's spec.template gives it", () => {
