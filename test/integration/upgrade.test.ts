@@ -3,9 +3,10 @@
 // checkout's operator takes over, serving three kinds as they were and the fourth (Memcached) with an
 // env entry added. The change is made at the takeover, not found in the older commit's code, so the
 // test keeps both kinds of app whatever commit it pins: the three unchanged kinds' apps get no write
-// (Deployment generation and every resourceVersion as before), each Memcached Deployment one apply
-// and one rollout. What the older code's rendering was is test/golden/render.yaml's concern; here it
-// is what the operator adds around it (labels, owner references, fields it owns, status).
+// (Deployment generation and every resourceVersion as before), each Memcached Deployment is applied
+// and rolls out once. What the older code's rendering was is test/golden/render.yaml's concern; here
+// it is what the operator adds around it (labels, owner references, fields it owns, status). Needs
+// main's history: in a shallow clone it fails naming `git fetch --unshallow`.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { KubernetesObject, V1Deployment } from '@kubernetes/client-node';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
