@@ -162,8 +162,8 @@ describe(`an upgrade from the operator of ${OLDER_COMMIT.slice(0, 7)} to this ch
     expect(unchangedWrites).toEqual([]);
     for (const app of apps.filter(changed)) {
       // Applies of the Deployment, besides status writes saying the rollout's progress. Usually one: a
-      // reconcile woken by the CR's status write before the Deployment's watch shows the apply applies
-      // the same object again, which changes nothing (the generation check below: one rollout).
+      // reconcile woken by the CR's own status write, watched back before the Deployment's update, may
+      // apply the same object again, which changes nothing (the generation check below: one rollout).
       const own = (writes.get(app.name) ?? []).filter((w) => !w.startsWith(`patch ${app.kind.plural}/status `));
       const told = JSON.stringify(newer.logs.filter((l) => l.key === `${app.kind.kind}/${ns}/${app.name}` && l.level !== 'debug').map(({ ts, msg, object, field }) => ({ ts, msg, object, field })));
       const apply = `patch deployments ${app.name}-deployment 200`;
