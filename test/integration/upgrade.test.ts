@@ -13,7 +13,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
 import { AppKind } from 'cdk8s-appkind';
-import { kindsFromFile } from '../../operator/kinds/config.js';
+import { kindsFromFile } from 'appkind-operator/kinds';
 import { crObject, eventually, readSharedAuditLog, sharedCluster, sharedServiceAccountKubeconfig, type AuditEvent } from './cluster.js';
 import { buildOlderOperator } from './older-operator.js';
 import { expectNoOperatorWrites, OPERATOR_SA, OperatorProcess, prepareOperatorNamespace } from './operator-process.js';

@@ -5,7 +5,7 @@
 import { describe, expect, test } from '@jest/globals';
 import { readFileSync } from 'node:fs';
 import { drift } from '../../operator/controller/diff.js';
-import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { SAMPLE_KIND } from 'appkind-operator/kinds';
 import type { AppSpec, KubeObject } from '../../operator/kinds/render.js';
 import { CONFIG_SCHEMA, KIND_PROPERTIES } from '../../operator/kinds/schema.js';
 import {
