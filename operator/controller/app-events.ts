@@ -54,7 +54,7 @@ export class AppObservers {
 
   /** What a child's event tells: the expectations of our writes, and which children were deleted. */
   readonly childObserved = ({ type, obj, source }: WatchEvent<KubernetesObject>): void => {
-    this.expectations.observed(source.kind, obj);
+    this.expectations.observed(source.kind, obj, type === 'delete');
     this.memory.childObserved(source.kind, obj, type === 'delete');
   };
 }

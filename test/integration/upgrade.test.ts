@@ -4,7 +4,7 @@
 // env entry added. The change is made at the takeover, not found in the older commit's code, so the
 // test keeps both kinds of app whatever commit it pins: the three unchanged kinds' apps get no write
 // (Deployment generation and every resourceVersion as before), each Memcached Deployment is applied
-// and rolls out once. What the older code's rendering was is test/golden/render.yaml's concern; here
+// once and rolls out once. What the older code's rendering was is test/golden/render.yaml's concern; here
 // it is what the operator adds around it (labels, owner references, fields it owns, status). Needs
 // main's history: in a shallow clone it fails naming `git fetch --unshallow`.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
@@ -161,13 +161,13 @@ describe(`an upgrade from the operator of ${OLDER_COMMIT.slice(0, 7)} to this ch
     const unchangedWrites = apps.filter((a) => !changed(a)).flatMap((a) => (writes.get(a.name) ?? []).map((w) => `${a.name}: ${w}`));
     expect(unchangedWrites).toEqual([]);
     for (const app of apps.filter(changed)) {
-      // Applies of the Deployment, besides status writes saying the rollout's progress. Usually one: a
-      // reconcile woken by the CR's own status write, watched back before the Deployment's update, may
-      // apply the same object again, which changes nothing (the generation check below: one rollout).
+      // One apply of the Deployment, besides status writes saying the rollout's progress: a reconcile
+      // woken by the CR's own status write, watched back before the Deployment's update, compares with
+      // what the apply returned (Expectations), not with the older cached Deployment.
       const own = (writes.get(app.name) ?? []).filter((w) => !w.startsWith(`patch ${app.kind.plural}/status `));
       const told = JSON.stringify(newer.logs.filter((l) => l.key === `${app.kind.kind}/${ns}/${app.name}` && l.level !== 'debug').map(({ ts, msg, object, field }) => ({ ts, msg, object, field })));
       const apply = `patch deployments ${app.name}-deployment 200`;
-      expect([app.name, own.length > 0 && own.every((w) => w === apply), own, told]).toEqual([app.name, true, own, told]);
+      expect([app.name, own, told]).toEqual([app.name, [apply], told]);
     }
     expect(writes.get('-') ?? []).toEqual([]);
 
