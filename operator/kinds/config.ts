@@ -9,6 +9,7 @@ import { parse as parseYaml } from 'yaml';
 import { AppKind, AppKindCrd, AppKindOverrides, ImagePolicy } from 'cdk8s-appkind';
 import { KIND_PROPERTIES, structuredSettingsSchema } from './schema.js';
 import { render } from './render.js';
+import { kindsFromAppKindText } from './appkind-documents.js';
 import { withPrefixedSettings } from '../settings-env.js';
 
 /** A configuration mistake, with the setting that is wrong and how to fix it in the message. */
@@ -380,6 +381,9 @@ export function kindsFromFile(path: string): AppKind[] {
       `APPKIND_CONFIG: cannot read ${path} (${(e as Error).message}); point APPKIND_CONFIG at an existing YAML or JSON file`,
     );
   }
+  // A file of AppKind objects (what `kubectl apply -f` takes) serves as a kinds file too.
+  const appKinds = kindsFromAppKindText(text, path);
+  if (appKinds) return appKinds;
   let doc: unknown;
   try {
     doc = parseYaml(text);

@@ -4,7 +4,10 @@ import { describe, expect, test } from '@jest/globals';
 import { App, Chart, Testing } from 'cdk8s';
 import { AppKindApiCrd, AppKindDeletionPolicy, AppKindObject, OperatorBundle } from 'cdk8s-appkind';
 import { KIND_PROPERTIES } from '../../operator/kinds/schema.js';
-import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { kindsFromFile, loadAppKinds, SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 type Schema = {
   type?: string;
@@ -172,5 +175,36 @@ describe('OperatorBundle and the AppKind API', () => {
   test('appKindApi: false leaves the API and its rights out', () => {
     const objs = objects({ appKindApi: false });
     expect(objs.some((o) => o.metadata.name === 'appkinds.appkind.io' || o.metadata.name === 'appkind-operator-appkinds')).toBe(false);
+  });
+});
+
+describe('a file of AppKind objects as APPKIND_CONFIG', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'appkind-file-'));
+  const file = (name: string, text: string) => {
+    const path = join(dir, name);
+    writeFileSync(path, text);
+    return path;
+  };
+  const doc = (name: string, spec: string) => `apiVersion: appkind.io/v1alpha1\nkind: AppKind\nmetadata:\n  name: ${name}\nspec:\n${spec}`;
+
+  test('examples/appkind-echoflask.yaml is read as the kinds file reads a kind (deletionPolicy left out, defaults filled in)', () => {
+    const kinds = loadAppKinds({ APPKIND_CONFIG: join(import.meta.dirname, '..', '..', 'examples', 'appkind-echoflask.yaml') });
+    expect(kinds).toEqual([
+      { group: 'swallowlab.com', version: 'v1alpha1', kind: 'Flask', plural: 'flasks', image: 'takeyan/flask:0.0.3', port: 5000, appName: 'flask', maxSize: 100 },
+    ]);
+  });
+
+  test('several documents are several kinds; a bad spec is named by its AppKind and field, with the fix', () => {
+    const two = file('two.yaml', `${doc('a', '  group: a.example.com\n  version: v1\n  kind: Alpha\n  image: a:1\n  port: 80\n')}---\n${doc('b', '  group: b.example.com\n  version: v1\n  kind: Beta\n  image: b:1\n  port: 81\n')}`);
+    expect(kindsFromFile(two).map((k) => k.kind)).toEqual(['Alpha', 'Beta']);
+    const bad = file('bad.yaml', doc('bad', '  group: a.example.com\n  version: v1\n  kind: Alpha\n  image: a:1\n  port: 0\n'));
+    expect(() => kindsFromFile(bad)).toThrow(`${bad}: AppKind bad: spec.port is 0, not an integer from 1 to 65535; set spec.port to a number in that range`);
+  });
+
+  test('refuses a file mixing AppKinds and other documents, and a deletionPolicy other than Retain or Delete', () => {
+    const mixed = file('mixed.yaml', `${doc('a', '  group: a.example.com\n  version: v1\n  kind: Alpha\n  image: a:1\n  port: 80\n')}---\nkinds: []\n`);
+    expect(() => kindsFromFile(mixed)).toThrow(/document 2 is not an AppKind/);
+    const policy = file('policy.yaml', doc('p', '  group: a.example.com\n  version: v1\n  kind: Alpha\n  image: a:1\n  port: 80\n  deletionPolicy: Keep\n'));
+    expect(() => kindsFromFile(policy)).toThrow(/spec.deletionPolicy is "Keep"; write Retain or Delete/);
   });
 });
