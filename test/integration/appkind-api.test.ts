@@ -75,7 +75,7 @@ beforeAll(async () => {
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'Role',
     metadata: { name: 'appkind-test-crs', namespace: ns },
-    rules: [{ apiGroups: [group], resources: ['*'], verbs: ['get', 'list', 'watch', 'patch'] }],
+    rules: [{ apiGroups: [group, SAMPLE_KIND.group], resources: ['*'], verbs: ['get', 'list', 'watch', 'patch'] }],
   };
   const crRoleBinding = {
     apiVersion: 'rbac.authorization.k8s.io/v1',
@@ -111,6 +111,18 @@ describe('an AppKind applied with kubectl', () => {
     await eventually('the CR\'s Deployment and Service', async () =>
       !!(await rest.get<V1Deployment>({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { namespace: ns, name: 'first-deployment' } })) &&
       !!(await rest.get<V1Service>({ apiVersion: 'v1', kind: 'Service', metadata: { namespace: ns, name: 'first-svc' } })));
+  });
+
+  test('a kind in the group version of a kind the operator served before it is found (discovery read again) and reconciles', async () => {
+    const suffix = ns.split('-').pop()!;
+    const same: AppKind = { group: SAMPLE_KIND.group, version: SAMPLE_KIND.version, kind: `Same${suffix}`, plural: `same${suffix}s`, image: 'takeyan/flask:0.0.3', port: 5000, appName: 'same' };
+    const akName = AppKindCrd.nameOf(same);
+    await kubectlApply(appKind(akName, { ...same }));
+    await readyOf(akName, 'True', 'Serving');
+    await rest.apply(crObject(same, ns, 'same', { size: 1 }), FIELD_MANAGER);
+    await eventually('the Deployment of a CR of a kind in swallowlab.com/v1alpha1', async () =>
+      !!(await rest.get<V1Deployment>({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { namespace: ns, name: 'same-deployment' } })));
+    await kubectl(undefined, 'delete', 'appkinds', akName, '--wait=true', '--timeout=60s');
   });
 
   test('kubectl get appkinds shows Ready True, the CRD, its versions and 1 CR', async () => {
