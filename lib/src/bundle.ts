@@ -377,26 +377,19 @@ export class OperatorBundle extends Construct {
     this.addRole('LeaderElectionRole', this.meta(this.namespace, `${this.name}-leader-election`), leaseRules(this.name), subjects);
 
     const { labels } = this.meta();
-    const metricsAuth = `${this.name}-metrics-auth`;
-    clusterScoped(new k8s.KubeClusterRole(this, 'MetricsAuthRole', { metadata: { name: metricsAuth, labels }, rules: METRICS_AUTH_RULES }));
-    clusterScoped(
-      new k8s.KubeClusterRoleBinding(this, 'MetricsAuthRoleBinding', {
-        metadata: { name: metricsAuth, labels },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: metricsAuth },
-        subjects,
-      }),
-    );
-    if (props.appKindApi ?? true) {
-      const appKinds = `${this.name}-appkinds`;
-      clusterScoped(new k8s.KubeClusterRole(this, 'AppKindsRole', { metadata: { name: appKinds, labels }, rules: APPKIND_API_RULES }));
+    // A ClusterRole bound to the operator, for what is cluster-scoped whatever the watched namespaces.
+    const boundClusterRole = (id: string, name: string, roleRules: Rule[]) => {
+      clusterScoped(new k8s.KubeClusterRole(this, `${id}Role`, { metadata: { name, labels }, rules: roleRules }));
       clusterScoped(
-        new k8s.KubeClusterRoleBinding(this, 'AppKindsRoleBinding', {
-          metadata: { name: appKinds, labels },
-          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: appKinds },
+        new k8s.KubeClusterRoleBinding(this, `${id}RoleBinding`, {
+          metadata: { name, labels },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
           subjects,
         }),
       );
-    }
+    };
+    boundClusterRole('MetricsAuth', `${this.name}-metrics-auth`, METRICS_AUTH_RULES);
+    if (props.appKindApi ?? true) boundClusterRole('AppKinds', `${this.name}-appkinds`, APPKIND_API_RULES);
     // Bound by whoever scrapes (no binding here): `kubectl create clusterrolebinding ... --clusterrole=<name>-metrics-reader`.
     clusterScoped(
       new k8s.KubeClusterRole(this, 'MetricsReaderRole', { metadata: { name: `${this.name}-metrics-reader`, labels }, rules: METRICS_READER_RULES }),
