@@ -1,6 +1,6 @@
 // The kinds one operator serves come from two sources: the kinds file (or environment) and AppKind
 // objects. The Manager serves their union; each source replaces only its own part.
-import { AppKind } from 'cdk8s-appkind';
+import { AppKind, AppKindCrd } from 'cdk8s-appkind';
 import type { KindChanges } from './manager.js';
 
 /** Where served kinds are handed to: Manager.setKinds. */
@@ -38,9 +38,10 @@ export class KindSources {
     return this.apply();
   }
 
-  /** The kind served for an AppKind, if any. */
+  /** The kind served for an AppKind, if any (not when the kinds file took its Kind or CRD since). */
   appKind(name: string): AppKind | undefined {
-    return this.appKinds.get(name);
+    const kind = this.appKinds.get(name);
+    return kind && !this.inFile(kind) ? kind : undefined;
   }
 
   /** The kinds of the kinds file. */
@@ -53,7 +54,13 @@ export class KindSources {
     return this.appKinds;
   }
 
+  /** Whether the kinds file serves this Kind or CRD: the file wins (its AppKind is then refused, KindConflict). */
+  private inFile(kind: AppKind): boolean {
+    return this.fileKinds.some((k) => k.kind === kind.kind || AppKindCrd.nameOf(k) === AppKindCrd.nameOf(kind));
+  }
+
   private apply(): KindChanges {
-    return this.sink.setKinds([...this.fileKinds, ...[...this.appKinds.keys()].sort().map((n) => this.appKinds.get(n)!)]);
+    const fromAppKinds = [...this.appKinds.keys()].sort().map((n) => this.appKinds.get(n)!);
+    return this.sink.setKinds([...this.fileKinds, ...fromAppKinds.filter((k) => !this.inFile(k))]);
   }
 }
