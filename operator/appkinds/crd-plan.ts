@@ -24,7 +24,7 @@ export interface CrdPlanInput {
   readonly appKind: AppKindResource;
   /** Its spec, validated: the kind to serve. */
   readonly kind: AppKind;
-  /** The CRD as it is now, or undefined before it exists. */
+  /** The CRD as it is now (as cached: metadata, names, versions without their schemas, status), or undefined before it exists. */
   readonly live?: V1CustomResourceDefinition;
   /** The operator's name (app.kubernetes.io/managed-by), its field manager. */
   readonly managedBy: string;

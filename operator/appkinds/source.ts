@@ -37,6 +37,22 @@ export interface AppKindSourceOptions {
   readonly planner?: CrdPlanner;
 }
 
+/**
+ * What the AppKind source reads of a CRD: its metadata, names, versions without their schemas, and
+ * status. Every CRD of the cluster is cached, and schemas are most of a CRD's size.
+ */
+export function crdSummary(crd: V1CustomResourceDefinition): V1CustomResourceDefinition {
+  const metadata = { ...crd.metadata };
+  delete metadata.managedFields;
+  return {
+    apiVersion: crd.apiVersion,
+    kind: crd.kind,
+    metadata,
+    spec: { ...crd.spec, versions: crd.spec.versions.map(({ schema: _schema, ...v }) => v) },
+    status: crd.status,
+  };
+}
+
 /** AppKinds served as kinds: start() when the process starts, startWorkers() when it may write. */
 export class AppKindSource {
   private appKinds?: Informer<AppKindResource>;
@@ -122,7 +138,7 @@ export class AppKindSource {
       common,
     );
     // Every CRD: a foreign one that takes an AppKind's name is a CRDConflict until it goes.
-    this.crds = new Informer<V1CustomResourceDefinition>(CRDS, (_type, crd) => this.crdChanged(crd), common);
+    this.crds = new Informer<V1CustomResourceDefinition>(CRDS, (_type, crd) => this.crdChanged(crd), { ...common, transform: crdSummary });
     await Promise.all([this.crds.start(), this.appKinds.start()]);
     log.info('appkind caches synced', { appkinds: this.appKinds.list().length });
     this.resync();
