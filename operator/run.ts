@@ -117,6 +117,7 @@ async function run(settings: OperatorSettings, log: Logger): Promise<void> {
     log: log.child({ controller: 'appkind-api' }),
     sources,
     resourceCount: (kind) => manager.resourceCount(kind),
+    listFailure: (kind) => manager.listFailure(kind),
     fieldManager: settings.fieldManager,
     managedBy: settings.leaseName,
     staleMs: settings.watchStaleSeconds * 1000,

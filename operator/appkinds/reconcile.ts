@@ -24,6 +24,7 @@ export const AppKindReason = {
   CRD_APPLY_FAILED: 'CRDApplyFailed',
   CRD_NOT_ESTABLISHED: 'CRDNotEstablished',
   CRD_NAMES_NOT_ACCEPTED: 'CRDNamesNotAccepted',
+  RESOURCES_FORBIDDEN: 'ResourcesForbidden',
 } as const;
 
 /** Every spec setting named as the user wrote it, `spec.port`, in the messages of the kinds file's checks. */
@@ -43,6 +44,8 @@ export interface AppKindReconcilerDeps {
   readonly crd: (name: string) => V1CustomResourceDefinition | undefined;
   /** CRs of a served kind in the cache (undefined before they are listed). */
   readonly resourceCount: (kind: string) => number | undefined;
+  /** Why the CRs of a served kind cannot be listed, while they cannot. */
+  readonly listFailure?: (kind: string) => { code: number; message: string } | undefined;
   readonly fieldManager: string;
   /** The operator's name: app.kubernetes.io/managed-by of the CRDs it makes. */
   readonly managedBy: string;
@@ -205,6 +208,17 @@ export class AppKindReconciler {
     if (canonical(sources.appKind(name)) !== canonical(kind)) {
       const changes = sources.setAppKind(name, kind);
       log.info('serving appkind', { kind: `${kind.kind}.${kind.group}/${kind.version}`, ...changes });
+    }
+    const failure = this.deps.listFailure?.(kind.kind);
+    if (failure?.code === 403) {
+      // The CRD is served, but the operator may not read its CRs (a cluster's RBAC grants it its own kinds only).
+      const message = `AppKind ${name}: CRD ${crdName} is served, but the operator may not list its resources (${failure.message.split('\n')[0]}); grant the operator's ServiceAccount get, list and watch on ${kind.plural} and patch on ${kind.plural}/status in the API group ${kind.group}`;
+      await this.writeStatus(
+        ak,
+        { ...this.observed(ak, current), conditions: this.conditions(ak, 'False', AppKindReason.RESOURCES_FORBIDDEN, message) },
+        log,
+      );
+      return;
     }
     const message = `serving ${kind.kind}.${kind.group}/${kind.version} from CRD ${crdName}`;
     await this.writeStatus(

@@ -22,6 +22,7 @@ export interface AppKindSourceOptions {
   readonly log: Logger;
   readonly sources: KindSources;
   readonly resourceCount: (kind: string) => number | undefined;
+  readonly listFailure?: (kind: string) => { code: number; message: string } | undefined;
   readonly fieldManager: string;
   /** app.kubernetes.io/managed-by of the CRDs made for AppKinds. */
   readonly managedBy: string;
@@ -71,6 +72,7 @@ export class AppKindSource {
       appKind: (name) => this.appKinds?.get(undefined, name),
       crd: (name) => this.crds?.get(undefined, name),
       resourceCount: opts.resourceCount,
+      listFailure: opts.listFailure,
       fieldManager,
       managedBy: opts.managedBy,
       planner: opts.planner,

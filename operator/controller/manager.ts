@@ -163,6 +163,11 @@ export class Manager {
     return informers.reduce((n, i) => n + i.list().length, 0);
   }
 
+  /** Why the CRs of a served kind cannot be listed (the API server's code and message), while they cannot. */
+  listFailure(kind: string): { code: number; message: string } | undefined {
+    return this.controller.caches.crs.get(kind)?.informers.find((i) => !i.hasSynced && i.lastFailure)?.lastFailure;
+  }
+
   /** The work queue (its depth is logged at shutdown). */
   get queue() {
     return this.controller.queue;

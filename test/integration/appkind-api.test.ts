@@ -183,6 +183,14 @@ describe('an AppKind applied with kubectl', () => {
     expect(after.spec.names.kind).toBe('Theirs');
   });
 
+  test('a kind whose CRs the operator may not list is Ready=False ResourcesForbidden, saying which rights to grant', async () => {
+    const denied = `denieds.other-${ns}.example.com`;
+    await kubectlApply(appKind(denied, { group: `other-${ns}.example.com`, kind: 'Denied', deletionPolicy: 'Delete' }));
+    const ak = await readyOf(denied, 'False', 'ResourcesForbidden');
+    expect(ready(ak)!.message).toContain(`grant the operator's ServiceAccount get, list and watch on denieds and patch on denieds/status in the API group other-${ns}.example.com`);
+    await kubectl(undefined, 'delete', 'appkinds', denied, '--wait=true', '--timeout=60s');
+  });
+
   test('deleting an AppKind (deletionPolicy Retain) stops serving its kind and keeps the CRD, the CR and its Deployment', async () => {
     await kubectl(undefined, 'delete', 'appkinds', name(), '--wait=true', '--timeout=60s');
     expect(await getAppKind(name())).toBeUndefined();
