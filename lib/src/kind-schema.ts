@@ -1,6 +1,6 @@
 // The JSON Schema of the kind configuration file (appkinds.yaml): what an editor checks as the user types
 // (schema/appkinds.schema.json, written by `npm run schema`), what the operator checks at start-up
-// (operator/kinds/config.ts validates every kind against it, then gives the semantic checks their own
+// (operator/kinds/validate.ts checks every kind against it, then gives the semantic checks their own
 // messages) and what the AppKind API's CRD turns into its structural schema (appkind-api.ts). Not
 // exported from index.ts: jsii modules export no free functions or constants.
 
@@ -227,7 +227,7 @@ export const KIND_PROPERTIES: Record<string, Schema> = {
 /** One kind of the file, and the spec of an AppKind object (beside its deletionPolicy). */
 export const KIND_SCHEMA = obj('One app kind.', KIND_PROPERTIES, ['group', 'version', 'kind', 'image', 'port']);
 
-/** A schema for only these settings of a kind: the ones config.ts has no hand-written check for. */
+/** A schema for only these settings of a kind: the ones operator/kinds/validate.ts has no hand-written check for. */
 export function structuredSettingsSchema(names: string[]): Schema {
   return { ...obj('Settings of one app kind.', Object.fromEntries(names.map((n) => [n, KIND_PROPERTIES[n]!]))), definitions: DEFINITIONS };
 }

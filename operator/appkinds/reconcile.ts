@@ -4,7 +4,7 @@
 // deletionPolicy under the finalizer.
 import type { V1CustomResourceDefinition } from '@kubernetes/client-node';
 import { AppKind, AppKindApiCrd, AppKindCrd } from 'cdk8s-appkind';
-import { ConfigError, validateAppKind } from '../kinds/config.js';
+import { ConfigError, validateAppKind } from '../kinds/validate.js';
 import { KIND_PROPERTIES } from '../kinds/schema.js';
 import { apiFailure } from '../runtime/api-failure.js';
 import type { EventRecorder } from '../runtime/events.js';

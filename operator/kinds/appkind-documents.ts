@@ -3,7 +3,8 @@
 // operator read.
 import { AppKind, AppKindApiCrd } from 'cdk8s-appkind';
 import { parseAllDocuments } from 'yaml';
-import { ConfigError, kindsFromDocument, validateAppKind } from './config.js';
+import { ConfigError, validateAppKind } from './validate.js';
+import { kindsFromDocument } from './sources.js';
 import { KIND_PROPERTIES } from './schema.js';
 
 type AppKindDocument = { apiVersion?: unknown; kind?: unknown; metadata?: { name?: unknown }; spec?: Record<string, unknown> };

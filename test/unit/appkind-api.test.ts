@@ -4,7 +4,7 @@ import { describe, expect, test } from '@jest/globals';
 import { App, Chart, Testing } from 'cdk8s';
 import { AppKindApiCrd, AppKindDeletionPolicy, AppKindObject, OperatorBundle } from 'cdk8s-appkind';
 import { KIND_PROPERTIES } from '../../operator/kinds/schema.js';
-import { kindsFromFile, loadAppKinds, SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { kindsFromFile, loadAppKinds, SAMPLE_KIND } from 'appkind-operator/kinds';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

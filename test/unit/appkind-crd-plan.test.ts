@@ -4,7 +4,7 @@ import { describe, expect, test } from '@jest/globals';
 import type { V1CustomResourceDefinition } from '@kubernetes/client-node';
 import { applied, planCrd, SPEC_HASH_ANNOTATION } from '../../operator/appkinds/crd-plan.js';
 import type { AppKindResource } from '../../operator/appkinds/types.js';
-import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { SAMPLE_KIND } from 'appkind-operator/kinds';
 
 const appKind: AppKindResource = { apiVersion: 'appkind.io/v1alpha1', kind: 'AppKind', metadata: { name: 'echoflasks.swallowlab.com' }, spec: { ...SAMPLE_KIND } };
 

@@ -4,7 +4,7 @@ import { describe, expect, test } from '@jest/globals';
 import type { AppKind } from 'cdk8s-appkind';
 import { KindSources } from '../../operator/controller/kind-sources.js';
 import type { KindChanges } from '../../operator/controller/manager.js';
-import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { SAMPLE_KIND } from 'appkind-operator/kinds';
 
 const flask: AppKind = { ...SAMPLE_KIND, kind: 'Flask', plural: 'flasks', appName: 'flask' };
 
