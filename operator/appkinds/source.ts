@@ -62,6 +62,12 @@ export class AppKindSource {
   private readonly reconciler: AppKindReconciler;
   private readonly timers: NodeJS.Timeout[] = [];
   private stopped = false;
+  /** Both caches hold their first list. */
+  private synced = false;
+  /** startWorkers() was called: the process may write. */
+  private mayWrite = false;
+  /** Set once the queue started: every AppKind is reconciled again this often. */
+  private resyncTimer?: NodeJS.Timeout;
 
   constructor(private readonly opts: AppKindSourceOptions) {
     const { rest, log, fieldManager } = opts;
@@ -87,10 +93,20 @@ export class AppKindSource {
 
   /** Starts reconciling (at once, or on becoming leader). */
   startWorkers(): void {
+    this.mayWrite = true;
+    this.startQueue();
+  }
+
+  /**
+   * Reconciles only once the caches are synced and writes are allowed: a reconcile that read an empty
+   * CRD cache after a restart would apply every AppKind's CRD again.
+   */
+  private startQueue(): void {
+    if (!this.synced || !this.mayWrite || this.stopped || this.resyncTimer) return;
     this.queue.start();
-    const resync = setInterval(() => this.resync(), this.opts.resyncMs ?? 10_000);
-    resync.unref();
-    this.timers.push(resync);
+    this.resyncTimer = setInterval(() => this.resync(), this.opts.resyncMs ?? 10_000);
+    this.resyncTimer.unref();
+    this.timers.push(this.resyncTimer);
   }
 
   /** Reconciles every AppKind again (the kinds file changed: a KindConflict may be gone or new). */
@@ -143,7 +159,9 @@ export class AppKindSource {
     this.crds = new Informer<V1CustomResourceDefinition>(CRDS, (_type, crd) => this.crdChanged(crd), { ...common, transform: crdSummary });
     await Promise.all([this.crds.start(), this.appKinds.start()]);
     log.info('appkind caches synced', { appkinds: this.appKinds.list().length });
+    this.synced = true;
     this.resync();
+    this.startQueue();
   }
 
   /** Queues the AppKinds a CRD concerns: the one it is labelled for, and any asking for its name. */
