@@ -3,6 +3,7 @@ import { k8s } from 'cdk8s-plus-27';
 import { Construct } from 'constructs';
 import { addChildAdmissionPolicies } from './admission-policy';
 import { AppKind } from './appkind';
+import { AppKindApiCrd } from './appkind-api';
 import { AppKindCrd } from './crd';
 import { OPERATOR_SETTINGS as SETTINGS, SettingRow } from './operator-settings';
 import { ImagePullPolicy, ResourceList, ResourceRequirements } from './resources';
@@ -66,10 +67,17 @@ export interface OperatorBundleProps {
    */
   readonly name?: string;
   /**
-   * Render the CRDs of the kinds (leave out when they are installed separately).
+   * Render the CRDs of the kinds and of the AppKind API (leave out when they are installed separately).
    * @default true
    */
   readonly crds?: boolean;
+  /**
+   * Render the AppKind API: its CRD (`appkinds.appkind.io`) and the ClusterRole `<name>-appkinds`
+   * (bound to the operator) to read AppKinds, write their status and finalizer, and make, change and
+   * delete the CRDs they declare, so that `kubectl apply` of an AppKind serves its kind.
+   * @default true
+   */
+  readonly appKindApi?: boolean;
   /**
    * Namespaces whose CRs are reconciled; empty means all, with a ClusterRole instead of Roles.
    * @default [] (all)
@@ -188,6 +196,19 @@ function reconcileRules(kinds: AppKind[]): Rule[] {
   ];
 }
 
+/**
+ * Rules of the AppKind source, cluster-wide whatever the watched namespaces (AppKinds and CRDs are
+ * cluster-scoped): read AppKinds, set their finalizer (a patch of the object) and status, and apply,
+ * watch and delete the CRDs they declare. Its Events go to the namespace "default", as every cluster-scoped object's.
+ */
+const APPKIND_API_RULES: Rule[] = [
+  { apiGroups: [AppKindApiCrd.GROUP], resources: [AppKindApiCrd.PLURAL], verbs: ['get', 'list', 'watch', 'patch'] },
+  { apiGroups: [AppKindApiCrd.GROUP], resources: [`${AppKindApiCrd.PLURAL}/status`], verbs: ['patch'] },
+  { apiGroups: [AppKindApiCrd.GROUP], resources: [`${AppKindApiCrd.PLURAL}/finalizers`], verbs: ['update'] },
+  { apiGroups: ['apiextensions.k8s.io'], resources: ['customresourcedefinitions'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'update', 'delete'] },
+  { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
+];
+
 /** Label keys by which the built-in `view`, `edit` and `admin` ClusterRoles aggregate other ClusterRoles. */
 const AGGREGATE_TO = (role: 'view' | 'edit' | 'admin') => `rbac.authorization.k8s.io/aggregate-to-${role}`;
 
@@ -293,6 +314,7 @@ export class OperatorBundle extends Construct {
     this.name = props.name ?? DEFAULT_OPERATOR_NAME;
     this.selectorLabels = { 'app.kubernetes.io/name': this.name, 'app.kubernetes.io/component': 'operator' };
 
+    if ((props.appKindApi ?? true) && (props.crds ?? true)) new AppKindApiCrd(this, 'AppKindApi');
     if (props.crds ?? true) for (const appKind of props.kinds) clusterScoped(new AppKindCrd(this, AppKindCrd.nameOf(appKind), { appKind }).crd);
     if (props.createNamespace ?? true) {
       // The operator pod meets the "restricted" Pod Security Standard; enforcing it keeps it that way.
@@ -355,15 +377,19 @@ export class OperatorBundle extends Construct {
     this.addRole('LeaderElectionRole', this.meta(this.namespace, `${this.name}-leader-election`), leaseRules(this.name), subjects);
 
     const { labels } = this.meta();
-    const metricsAuth = `${this.name}-metrics-auth`;
-    clusterScoped(new k8s.KubeClusterRole(this, 'MetricsAuthRole', { metadata: { name: metricsAuth, labels }, rules: METRICS_AUTH_RULES }));
-    clusterScoped(
-      new k8s.KubeClusterRoleBinding(this, 'MetricsAuthRoleBinding', {
-        metadata: { name: metricsAuth, labels },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: metricsAuth },
-        subjects,
-      }),
-    );
+    // A ClusterRole bound to the operator, for what is cluster-scoped whatever the watched namespaces.
+    const boundClusterRole = (id: string, name: string, roleRules: Rule[]) => {
+      clusterScoped(new k8s.KubeClusterRole(this, `${id}Role`, { metadata: { name, labels }, rules: roleRules }));
+      clusterScoped(
+        new k8s.KubeClusterRoleBinding(this, `${id}RoleBinding`, {
+          metadata: { name, labels },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
+          subjects,
+        }),
+      );
+    };
+    boundClusterRole('MetricsAuth', `${this.name}-metrics-auth`, METRICS_AUTH_RULES);
+    if (props.appKindApi ?? true) boundClusterRole('AppKinds', `${this.name}-appkinds`, APPKIND_API_RULES);
     // Bound by whoever scrapes (no binding here): `kubectl create clusterrolebinding ... --clusterrole=<name>-metrics-reader`.
     clusterScoped(
       new k8s.KubeClusterRole(this, 'MetricsReaderRole', { metadata: { name: `${this.name}-metrics-reader`, labels }, rules: METRICS_READER_RULES }),

@@ -5,6 +5,7 @@ import { parse as parseYaml } from 'yaml';
 import { AppKind, AppKindCrd } from 'cdk8s-appkind';
 import { ConfigError, HAND_CHECKED, validateAppKind, type RawKind } from './validate.js';
 import { withPrefixedSettings } from '../settings-env.js';
+import { kindsFromAppKindText } from './appkind-documents.js';
 
 /** Environment variables that declare one kind, as in the original walkthrough. */
 export const KIND_VARIABLES = ['GROUPNAME', 'VERSION', 'CRKIND', 'IMAGENAME', 'CLUSTERPORT', 'APPNAME'] as const;
@@ -109,6 +110,9 @@ export function kindsFromFile(path: string): AppKind[] {
       `APPKIND_CONFIG: cannot read ${path} (${(e as Error).message}); point APPKIND_CONFIG at an existing YAML or JSON file`,
     );
   }
+  // A file of AppKind objects (what `kubectl apply -f` takes) serves as a kinds file too.
+  const appKinds = kindsFromAppKindText(text, path);
+  if (appKinds) return appKinds;
   let doc: unknown;
   try {
     doc = parseYaml(text);

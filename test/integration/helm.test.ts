@@ -175,9 +175,11 @@ describe('the chart charts/appkind-operator', () => {
       expect(o.metadata!.labels).toMatchObject({ 'app.kubernetes.io/instance': RELEASE, 'app.kubernetes.io/managed-by': 'Helm', 'helm.sh/chart': 'appkind-operator-0.1.0', 'app.kubernetes.io/version': '0.1.0' });
     }
     const crds = objects.filter((o) => o.kind === 'CustomResourceDefinition');
-    expect(crds.map((o) => o.metadata!.annotations?.[KEEP])).toEqual(['keep']);
+    // The AppKind API's and the sample kind's.
+    expect(crds.map((o) => o.metadata!.name)).toEqual(['appkinds.appkind.io', 'echoflasks.swallowlab.com']);
+    expect(crds.map((o) => o.metadata!.annotations?.[KEEP])).toEqual(['keep', 'keep']);
     const dropped = await template(CHART_DIR, '--namespace', 'appkind', '--set', 'crds.keep=false');
-    expect(dropped.filter((o) => o.kind === 'CustomResourceDefinition').map((o) => o.metadata!.annotations?.[KEEP])).toEqual([undefined]);
+    expect(dropped.filter((o) => o.kind === 'CustomResourceDefinition').map((o) => o.metadata!.annotations?.[KEEP])).toEqual([undefined, undefined]);
   });
 
   test('the release\'s namespace is the operator\'s: every namespaced object and the admission policies\' service account name it', async () => {
@@ -205,7 +207,8 @@ describe('the chart charts/appkind-operator', () => {
     writeFileSync(values, stringify({ ...props, kinds: undefined, namespace: undefined }));
     const objects = await template(CHART_DIR, '--namespace', 'ops', '-f', values, '-f', await kindsValues(kindsFile, join(scratch, 'real-apps.values.yaml')));
     const expected = bundleObjects(props);
-    expect(objects.filter((o) => o.kind === 'CustomResourceDefinition')).toHaveLength(4);
+    // The four kinds' and the AppKind API's.
+    expect(objects.filter((o) => o.kind === 'CustomResourceDefinition')).toHaveLength(5);
     expect(objects.filter((o) => o.kind === 'Role' && o.metadata!.name === 'appkind-operator').map((o) => o.metadata!.namespace)).toEqual(['team-a', 'team-b']);
     expect(canonical(withoutHelmMarks(objects, expected))).toEqual(canonical(expected));
   });
@@ -337,7 +340,7 @@ describe('the chart on a cluster', () => {
 
   test('helm install -n appkind --create-namespace takes the kept CRDs over and serves their CRs again; its uninstall keeps them too', async () => {
     // The kept CRDs name the uninstalled release; Helm adopts them only when told.
-    await expect(helm('install', RELEASE, chart, '-n', 'appkind', '--create-namespace', '-f', kindsFile)).rejects.toThrow(/CustomResourceDefinition "(echoflasks.swallowlab.com|takaras.maho.takara.org)" .*exists and cannot be imported into the current release/);
+    await expect(helm('install', RELEASE, chart, '-n', 'appkind', '--create-namespace', '-f', kindsFile)).rejects.toThrow(/CustomResourceDefinition "(appkinds.appkind.io|echoflasks.swallowlab.com|takaras.maho.takara.org)" .*exists and cannot be imported into the current release/);
     expect(await helm('install', RELEASE, chart, '-n', 'appkind', '--create-namespace', '--take-ownership', '-f', kindsFile)).toMatch(/STATUS: deployed/);
     await operatorReady('appkind');
     await resize(echoflask, 1);

@@ -115,7 +115,8 @@ describe('OperatorBundle', () => {
 
   it('renders one CRD per kind, the namespace, and the service account', () => {
     const objs = synth();
-    expect(only(objs, 'CustomResourceDefinition').map((c) => c.metadata.name).sort()).toEqual(['echoflasks.swallowlab.com', 'takaras.maho.takara.org']);
+    // The kinds' CRDs and the AppKind API's.
+    expect(only(objs, 'CustomResourceDefinition').map((c) => c.metadata.name).sort()).toEqual(['appkinds.appkind.io', 'echoflasks.swallowlab.com', 'takaras.maho.takara.org']);
     expect(one(objs, 'Namespace').metadata).toEqual({
       name: 'appkind-system',
       labels: { 'pod-security.kubernetes.io/enforce': 'restricted', 'pod-security.kubernetes.io/enforce-version': 'latest' },
@@ -163,8 +164,8 @@ describe('OperatorBundle', () => {
   it('uses a Role and RoleBinding per watched namespace and no ClusterRole otherwise (but the metrics reviews\')', () => {
     const objs = synth({ watchNamespaces: ['team-a', 'team-b'] });
     expect(operatorClusterRoles(objs)).toHaveLength(0);
-    // TokenReviews and SubjectAccessReviews are cluster-scoped: only a ClusterRole can grant them.
-    expect(only(objs, 'ClusterRoleBinding').map((b) => b.roleRef!.name)).toEqual(['appkind-operator-metrics-auth']);
+    // TokenReviews and SubjectAccessReviews, AppKinds and CRDs are cluster-scoped: only a ClusterRole can grant them.
+    expect(only(objs, 'ClusterRoleBinding').map((b) => b.roleRef!.name)).toEqual(['appkind-operator-metrics-auth', 'appkind-operator-appkinds']);
     expect(named(objs, 'ClusterRole', 'appkind-operator-metrics-auth')!.rules).toEqual(METRICS_AUTH_RULES);
     const roles = only(objs, 'Role');
     const byNs = (ns: string) => roles.find((r) => r.metadata.namespace === ns && r.metadata.name === 'appkind-operator');
@@ -256,7 +257,7 @@ describe('OperatorBundle', () => {
     const text = JSON.stringify(authoring.flatMap((r) => r.rules));
     for (const word of ['*', 'deployments', 'services', 'pods', 'secrets', 'configmaps']) expect(text).not.toContain(word);
     expect(only(synth({ authoringRoles: false }), 'ClusterRole').map((r) => r.metadata.name)).toEqual([
-      'appkind-operator', 'appkind-operator-metrics-auth', 'appkind-operator-metrics-reader',
+      'appkind-operator', 'appkind-operator-metrics-auth', 'appkind-operator-appkinds', 'appkind-operator-metrics-reader',
     ]);
   });
 
