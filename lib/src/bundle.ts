@@ -454,6 +454,7 @@ export class OperatorBundle extends Construct {
       value(SETTINGS.config, `${KINDS_DIR}/${KINDS_KEY}`),
       value(SETTINGS.configMap, this.kindsConfigMap.name),
       value(SETTINGS.namespaces, (props.watchNamespaces ?? []).join(',')),
+      value(SETTINGS.kindGroups, [...new Set(props.kindGroups ?? [])].join(',')),
       value(SETTINGS.workers, props.workers ?? SETTINGS.workers.default),
       value(SETTINGS.logLevel, props.logLevel ?? SETTINGS.logLevel.default),
       value(SETTINGS.metricsPort, METRICS_PORT),

@@ -8,6 +8,7 @@ export {
   kindFromEnv,
   kindsFromDocument,
   kindsFromFile,
+  kindGroups,
   loadAppKinds,
   validateAppKind,
   watchNamespaces,

@@ -5,7 +5,7 @@
 // AppKind that exists cannot be deleted (the message names the AppKind), and can once the AppKind is
 // gone. A child of a CR of that kind is admitted under the generic rules and its AppKind's image.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { KubeConfig, KubernetesObject, V1CustomResourceDefinition, V1Deployment, V1Service } from '@kubernetes/client-node';
+import { KubeConfig, KubernetesObject, V1Deployment, V1Service } from '@kubernetes/client-node';
 import { App, Chart } from 'cdk8s';
 import { randomBytes } from 'node:crypto';
 import { AppKind, OperatorBundle } from 'cdk8s-appkind';
@@ -13,7 +13,11 @@ import { ApiError, RestClient } from '../../operator/runtime/rest.js';
 import { applyManifests } from '../../tools/controlplane/apply.js';
 import { createTestNamespace, eventually, sharedCluster, sharedServiceAccountKubeconfig } from './cluster.js';
 
-type Crd = V1CustomResourceDefinition & KubernetesObject;
+// As the API server spells it (client-node's V1JSONSchemaProps renames the x-kubernetes- fields).
+type Crd = KubernetesObject & {
+  spec: { group: string; scope: string; names: Record<string, unknown>; versions: Record<string, unknown>[]; conversion?: Record<string, unknown> };
+  status?: { conditions?: { type: string; status: string }[] };
+};
 type Answer = { code: number; message: string };
 
 const LABEL = 'appkind.io/appkind';

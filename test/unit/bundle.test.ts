@@ -301,6 +301,7 @@ describe('OperatorBundle', () => {
       APPKIND_CONFIG: '/etc/appkind/kinds.yaml',
       APPKIND_CONFIG_MAP: 'appkind-operator-kinds',
       APPKIND_WATCH_NAMESPACE: '',
+      APPKIND_KIND_GROUPS: '',
       APPKIND_LEADER_ELECT: 'true',
       APPKIND_LEASE_NAME: 'appkind-operator',
       APPKIND_LEASE_DURATION_SECONDS: '30',
@@ -414,6 +415,10 @@ describe('OperatorBundle kindGroups: the power to make CRDs', () => {
       expect(() => synth({ kindGroups: [group] })).toThrow(/OperatorBundle: kindGroups: .*; list API groups of your own/);
     }
     expect(() => synth({ kindGroups: ['appkind.io.example.com', 'k8s.io.example.com'] })).not.toThrow();
+  });
+
+  it('tells the operator the groups (APPKIND_KIND_GROUPS), as it is told the watched namespaces', () => {
+    expect(envOf(synth({ kindGroups: [...GROUPS, GROUPS[0]!] })).APPKIND_KIND_GROUPS).toBe('apps.example.com,team.example.org');
   });
 
   it('without kindGroups, grants CRDs read only and the policy refuses every CRD write of the operator', () => {

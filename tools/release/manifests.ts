@@ -4,10 +4,10 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { App, Chart, Yaml } from 'cdk8s';
 import { OperatorBundle, OperatorBundleProps, OperatorMonitoring } from 'cdk8s-appkind';
-import { loadAppKinds, watchNamespaces } from 'appkind-operator/kinds';
+import { kindGroups, loadAppKinds, watchNamespaces } from 'appkind-operator/kinds';
 import { withPrefixedSettings } from 'appkind-operator/settings';
 
-/** The bundle's props from the configuration: kinds, APPKIND_OPERATOR_IMAGE/NAMESPACE, APPKIND_WATCH_NAMESPACE. */
+/** The bundle's props from the configuration: kinds, APPKIND_OPERATOR_IMAGE/NAMESPACE, APPKIND_WATCH_NAMESPACE, APPKIND_KIND_GROUPS. */
 export function bundleProps(given: NodeJS.ProcessEnv, image?: string): OperatorBundleProps {
   const { env } = withPrefixedSettings(given);
   return {
@@ -15,6 +15,7 @@ export function bundleProps(given: NodeJS.ProcessEnv, image?: string): OperatorB
     image: image ?? (env.APPKIND_OPERATOR_IMAGE || undefined),
     namespace: env.APPKIND_OPERATOR_NAMESPACE || undefined,
     watchNamespaces: watchNamespaces(env),
+    kindGroups: kindGroups(env),
   };
 }
 
