@@ -156,7 +156,7 @@ describe("the operator's ServiceAccount, with kindGroups: [one group]", () => {
     expect(refused.message).toContain('no conversion webhook');
   });
 
-  test("cannot change or delete a CRD someone else made, even in an allowed group", async () => {
+  test("cannot change, take over, delete or write the status of a CRD someone else made, even in an allowed group", async () => {
     const foreign = crd(allowed, 'foreigns', { owner: 'someone-else' });
     await applyManifests(sharedCluster().kubeConfig, [foreign]);
     made.push(foreign.metadata!.name!);
@@ -164,6 +164,8 @@ describe("the operator's ServiceAccount, with kindGroups: [one group]", () => {
     expect(taken).toMatchObject({ code: 403, message: byPolicy('crds') });
     expect(taken.message).toContain('a CRD without it belongs to someone else');
     expect(await deleteCrd(asOperator, foreign.metadata!.name!, true)).toMatchObject({ code: 403, message: byPolicy('crds') });
+    const status = { body: { status: { storedVersions: ['v1'] } }, contentType: 'application/merge-patch+json', query: { dryRun: 'All' } };
+    expect(await answer(asOperator.request('PATCH', `${crdPath(foreign.metadata!.name!)}/status`, status))).toMatchObject({ code: 403, message: byPolicy('crds') });
     expect((await admin.get<Crd>(foreign))!.metadata!.labels).toEqual({ owner: 'someone-else' });
   });
 
