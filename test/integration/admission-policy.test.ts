@@ -86,14 +86,12 @@ beforeAll(async () => {
   const chart = new Chart(new App(), 'bundle');
   new OperatorBundle(chart, 'op', { kinds, namespace: ns, name: operatorName, createNamespace: false, crds: false, watchNamespaces: [ns] });
   const objects = (chart.toJson() as KubernetesObject[]).filter((o) => o.kind !== 'Deployment');
-  // The CRD policies (crd-leash.test.ts tests them) come along: -crds, -appkind-crds.
+  // The operator's CRD policy (crd-leash.test.ts tests it) comes along.
   expect(objects.filter((o) => o.kind?.startsWith('ValidatingAdmissionPolicy')).map((o) => `${o.kind}/${o.metadata?.name}`).sort()).toEqual([
-    `ValidatingAdmissionPolicy/${operatorName}-appkind-crds`,
     `ValidatingAdmissionPolicy/${operatorName}-crds`,
     `ValidatingAdmissionPolicy/${operatorName}-deployments`,
     `ValidatingAdmissionPolicy/${operatorName}-pod-policies`,
     `ValidatingAdmissionPolicy/${operatorName}-services`,
-    `ValidatingAdmissionPolicyBinding/${operatorName}-appkind-crds`,
     `ValidatingAdmissionPolicyBinding/${operatorName}-crds`,
     `ValidatingAdmissionPolicyBinding/${operatorName}-deployments`,
     `ValidatingAdmissionPolicyBinding/${operatorName}-pod-policies`,
@@ -119,7 +117,7 @@ beforeAll(async () => {
 afterAll(async () => {
   expect(await operator?.stop('SIGTERM')).toBe(0);
   for (const k of ['ValidatingAdmissionPolicyBinding', 'ValidatingAdmissionPolicy']) {
-    for (const name of [`${operatorName}-deployments`, `${operatorName}-services`, `${operatorName}-pod-policies`, `${operatorName}-crds`, `${operatorName}-appkind-crds`])
+    for (const name of [`${operatorName}-deployments`, `${operatorName}-services`, `${operatorName}-pod-policies`, `${operatorName}-crds`])
       await admin?.delete({ apiVersion: 'admissionregistration.k8s.io/v1', kind: k, metadata: { name } }).catch(() => undefined);
   }
   // The metrics reviews' ClusterRole and binding, and the scrapers' role: cluster-scoped, named for this file.

@@ -206,15 +206,15 @@ describe('the install bundle from cdk8s synth', () => {
   test('is accepted by a server-side dry run (dryRun=All) of every object, and the dry run persists nothing', async () => {
     // Six ClusterRoles: the operator's, its CRD rules' (read only: no kindGroups), its metrics reviews'
     // (tokenreviews, subjectaccessreviews), the scrapers' metrics-reader, and the kind's -view and -edit
-    // for CR authors; five ValidatingAdmissionPolicies with their bindings (what the operator's identity
-    // may write: its Deployments, its Services, its PodDisruptionBudgets and NetworkPolicies, its CRDs;
-    // and who may delete an AppKind's CRD); the metrics Service and the NetworkPolicy admitting only its port.
+    // for CR authors; four ValidatingAdmissionPolicies with their bindings (what the operator's identity
+    // may write: its Deployments, its Services, its PodDisruptionBudgets and NetworkPolicies, its CRDs,
+    // none without kindGroups); the metrics Service and the NetworkPolicy admitting only its port.
     expect(bundle.map((o) => o.kind).sort()).toEqual([
       'ClusterRole', 'ClusterRole', 'ClusterRole', 'ClusterRole', 'ClusterRole', 'ClusterRole',
       'ClusterRoleBinding', 'ClusterRoleBinding', 'ClusterRoleBinding', 'ConfigMap', 'CustomResourceDefinition',
       'Deployment', 'Namespace', 'NetworkPolicy', 'Role', 'RoleBinding', 'Service', 'ServiceAccount',
-      'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicy',
-      'ValidatingAdmissionPolicyBinding', 'ValidatingAdmissionPolicyBinding', 'ValidatingAdmissionPolicyBinding', 'ValidatingAdmissionPolicyBinding', 'ValidatingAdmissionPolicyBinding',
+      'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicy',
+      'ValidatingAdmissionPolicyBinding', 'ValidatingAdmissionPolicyBinding', 'ValidatingAdmissionPolicyBinding', 'ValidatingAdmissionPolicyBinding',
     ]);
     // A dry run persists nothing, so objects cannot be dry-run into a namespace the same dry run
     // creates (kubectl has the same limit): the bundle's Namespace goes first, for real.
