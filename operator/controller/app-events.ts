@@ -1,16 +1,8 @@
 // How the app-kind controller's watch events map to the keys of the CRs they concern, and what
 // each event tells the reconciler's memory (the mappings the wiring in operator.ts names).
-import {
-  KubernetesObject,
-  V1Deployment,
-  V1NetworkPolicy,
-  V1Pod,
-  V1PodDisruptionBudget,
-  V1ReplicaSet,
-  V1Service,
-} from '@kubernetes/client-node';
+import { KubernetesObject, V1Pod, V1ReplicaSet, V1Service } from '@kubernetes/client-node';
 import { AppKind, ContainerApp } from 'cdk8s-appkind';
-import { OWNER_INDEX, ResourceCache } from '../runtime/cache.js';
+import { CacheReader, OWNER_INDEX, ResourceCache } from '../runtime/cache.js';
 import { EventHandler, KeySink, WatchEvent } from '../runtime/controller.js';
 import { Expectations } from '../runtime/expectations.js';
 import { Logger } from '../runtime/log.js';
@@ -18,28 +10,53 @@ import { controllerOf, describeObject, refKey, refOf } from '../runtime/ref.js';
 import { ConflictWatches } from './conflicts.js';
 import { CHILD_NAME_INDEX, freedNodePorts, NODE_PORT_INDEX, nodePortIndex } from './indexes.js';
 import { NodePortWaits } from './nodeports.js';
-import { MemoryView } from './memory.js';
+import { MemoryObserver, MemoryView } from './memory.js';
 import { statusOnlyChange } from './predicates.js';
-import { CachedResource } from './reconcile.js';
+import { CachedResource, ReconcilerCaches } from './reconcile.js';
 
-/** What the operator watches: every kind's CRs (by kind), the children, our pods, and the watches of what blocks a CR. */
-export interface AppWatches {
-  readonly crs: ReadonlyMap<string, ResourceCache<CachedResource>>;
-  readonly deployments: ResourceCache<V1Deployment>;
-  readonly services: ResourceCache<V1Service>;
-  readonly podDisruptionBudgets: ResourceCache<V1PodDisruptionBudget>;
-  readonly networkPolicies: ResourceCache<V1NetworkPolicy>;
-  readonly pods: ResourceCache<V1Pod>;
-  readonly replicaSets: ResourceCache<V1ReplicaSet>;
+/** A cache the reconciler reads, as the controller built it. */
+type Built<R> =
+  R extends ReadonlyMap<string, CacheReader<infer T>>
+    ? ReadonlyMap<string, ResourceCache<T>>
+    : R extends CacheReader<infer T>
+      ? ResourceCache<T>
+      : never;
+
+/**
+ * What the operator watches: the caches the reconciler reads (every kind's CRs by kind, the children,
+ * our pods and ReplicaSets), and the watches of what blocks a CR.
+ */
+export type AppWatches = { readonly [K in keyof ReconcilerCaches]: Built<ReconcilerCaches[K]> } & {
   readonly conflicts: ConflictWatches;
   readonly nodePortWaits: NodePortWaits;
-}
+};
 
 type CrCaches = AppWatches['crs'];
 
 /** A CR asking for a NodePort that is Degraded: its port may be held by a Service not ours. */
 function waitsForNodePort(cr: CachedResource): boolean {
   return nodePortIndex(cr).length > 0 && !!cr.status?.conditions?.some((c) => c.type === 'Degraded' && c.status === 'True');
+}
+
+/** What each watch event tells before any mapping sees it: the reconciler's memory and the expectations of our writes. */
+export class AppObservers {
+  constructor(
+    private readonly memory: MemoryObserver,
+    private readonly expectations: Expectations,
+  ) {}
+
+  /** What a CR event tells the reconciler's memory: a deleted CR's facts go; whether it waits for a NodePort. */
+  readonly crObserved = ({ type, obj, source }: WatchEvent<CachedResource>): void => {
+    const key = refKey(refOf(source.kind, obj));
+    if (type === 'delete') this.memory.crDeleted(key, obj.metadata.uid);
+    this.memory.waitsForNodePort(key, type !== 'delete' && waitsForNodePort(obj));
+  };
+
+  /** What a child's event tells: the expectations of our writes, and which children were deleted. */
+  readonly childObserved = ({ type, obj, source }: WatchEvent<KubernetesObject>): void => {
+    this.expectations.observed(source.kind, obj);
+    this.memory.childObserved(source.kind, obj, type === 'delete');
+  };
 }
 
 /**
@@ -50,7 +67,6 @@ export class AppEvents {
   constructor(
     private readonly kinds: ReadonlyMap<string, AppKind>,
     private readonly memory: MemoryView,
-    private readonly expectations: Expectations,
     private readonly log: Logger,
   ) {}
 
@@ -68,13 +84,6 @@ export class AppEvents {
   /** The NodePortWaits' mapping: NodePorts given up by any Service. */
   readonly portWaitersOfFreed = (keys: KeySink, w: AppWatches) => (ports: number[]) => this.waitingFor(keys, w.crs, ports);
 
-  /** What a CR event tells the reconciler's memory: a deleted CR's facts go; whether it waits for a NodePort. */
-  readonly crObserved = ({ type, obj, source }: WatchEvent<CachedResource>): void => {
-    const key = refKey(refOf(source.kind, obj));
-    if (type === 'delete') this.memory.crDeleted(key, obj.metadata.uid);
-    this.memory.waitsForNodePort(key, type !== 'delete' && waitsForNodePort(obj));
-  };
-
   /**
    * A CR event: its key. A change of its status only that is our own status write, watched back, runs
    * it again unless it is failing: it must not cut short the backoff of a CR whose failure message
@@ -89,12 +98,6 @@ export class AppEvents {
       if (type === 'update' && statusOnlyChange(old, obj)) this.log.debug('status written by someone else; reconciling', { key });
       keys.add(key);
     }
-  };
-
-  /** What a child's event tells: the expectations of our writes, and which children were deleted. */
-  readonly childObserved = ({ type, obj, source }: WatchEvent<KubernetesObject>): void => {
-    this.expectations.observed(source.kind, obj);
-    this.memory.childObserved(source.kind, obj, type === 'delete');
   };
 
   /** A pod belongs to the CR named by its instance label, of every kind whose app name it carries. */

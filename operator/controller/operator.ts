@@ -5,11 +5,11 @@ import { AppKind, AppKindCrd } from 'cdk8s-appkind';
 import { OWNER_INDEX, ownerIndex, withOwnManagedFields, withoutManagedFields } from '../runtime/cache.js';
 import { Controller, ControllerBuilder, Reconcile, WatchContext, WatchSource } from '../runtime/controller.js';
 import { QueueHooks, QueueOptions } from '../runtime/queue.js';
-import { AppEvents, AppWatches } from './app-events.js';
+import { AppEvents, AppObservers, AppWatches } from './app-events.js';
 import { CHILD_NAME_INDEX, childNameIndex, NODE_PORT_INDEX, nodePortIndex, podSummary, replicaSetSummary } from './indexes.js';
 import { ReconcilerMemory } from './memory.js';
 import { added, deploymentRead, notStatusOnly, podRead } from './predicates.js';
-import { CachedResource, CHILD_SELECTOR, Reconciler, ReconcilerDeps } from './reconcile.js';
+import { CachedResource, CHILD_SELECTOR, Reconciler, ReconcilerCaches, ReconcilerDeps } from './reconcile.js';
 
 /**
  * Our Deployments: those carrying the children's label, so the cache (and the watch events of every
@@ -58,15 +58,18 @@ export function crsOf(kind: AppKind): WatchSource<CachedResource> {
   return { apiVersion: AppKindCrd.apiVersionOf(kind), kind: kind.kind, plural: kind.plural };
 }
 
-/** What the reconciler needs besides the watches. */
-export type ReconcilerNeeds = Omit<ReconcilerDeps, keyof AppWatches | 'conflicts'>;
+/** What the reconciler needs besides the caches and its memory. */
+export type ReconcilerNeeds = Omit<ReconcilerDeps, keyof ReconcilerCaches | 'memory'>;
 
 /** What wiring the controller takes: the kinds served at start, the mappings, the reconciler's needs, the queue's settings. */
 export interface AppKindWiring {
   readonly kinds: readonly AppKind[];
   readonly fieldManager: string;
+  /** The mappings of events to keys (reading the reconciler's memory, not writing it). */
   readonly on: AppEvents;
-  /** The reconciler's memory: it builds the conflict and NodePort watches, which the controller starts and stops. */
+  /** What each event tells the reconciler's memory and the expectations, before any mapping. */
+  readonly observe: AppObservers;
+  /** The reconciler's memory: it builds the conflict and NodePort watches, which the controller starts and stops; the reconciler reads and writes it. */
   readonly memory: ReconcilerMemory;
   readonly reconciler: ReconcilerNeeds;
   readonly queue: QueueOptions;
@@ -76,14 +79,18 @@ export interface AppKindWiring {
 /** The app-kind controller: every configured kind's CRs and their children. */
 export function appKindController(
   ctx: WatchContext,
-  { kinds, fieldManager, on, memory, reconciler, queue, hooks }: AppKindWiring,
+  { kinds, fieldManager, on, observe, memory, reconciler, queue, hooks }: AppKindWiring,
 ): Controller<AppWatches> {
   const crs = { transform: withoutManagedFields, indexers: { [NODE_PORT_INDEX]: nodePortIndex, [CHILD_NAME_INDEX]: childNameIndex } };
   // Children keep our own apply entry of managedFields: what we own, to release what render() stops giving.
-  const children = { transform: withOwnManagedFields(fieldManager), indexers: { [OWNER_INDEX]: ownerIndex }, observe: on.childObserved };
+  const children = {
+    transform: withOwnManagedFields(fieldManager),
+    indexers: { [OWNER_INDEX]: ownerIndex },
+    observe: observe.childObserved,
+  };
   const owned = { indexers: { [OWNER_INDEX]: ownerIndex } };
   return ControllerBuilder.create<AppWatches>('appkind', ctx)
-    .for('crs', kinds.map(crsOf), on.crKey, { ...crs, observe: on.crObserved })
+    .for('crs', kinds.map(crsOf), on.crKey, { ...crs, observe: observe.crObserved })
     .owns('deployments', DEPLOYMENTS, { ...children, predicates: [deploymentRead], also: [on.nameTakers] })
     .owns('services', SERVICES, { ...children, also: [on.portWaiters, on.nameTakers] })
     .owns('podDisruptionBudgets', PDBS, { ...children, predicates: [notStatusOnly], also: [on.nameTakers] })
@@ -94,7 +101,7 @@ export function appKindController(
     .watchesWhile('nodePortWaits', (ctx, keys, w) =>
       memory.watchNodePorts(ctx, on.portWaitersOfFreed(keys, w), (key) => keys.retryNow(key)),
     )
-    .complete((w) => reconcilerOf(new Reconciler({ ...reconciler, ...w })), queue, hooks);
+    .complete((w) => reconcilerOf(new Reconciler({ ...reconciler, ...w, memory })), queue, hooks);
 }
 
 /** What the queue runs for a key. */

@@ -1,8 +1,8 @@
 // What the cdk8s app, scripts, tools and the bench share with the operator: app kinds from their
 // configuration, render() (the construct for one CR) and the kinds' CRD YAML. Imported by package
 // name, `appkind-operator/kinds`.
+export { ConfigError, validateAppKind } from './validate.js';
 export {
-  ConfigError,
   KIND_VARIABLES,
   SAMPLE_KIND,
   kindFromEnv,
@@ -10,9 +10,8 @@ export {
   kindsFromFile,
   kindGroups,
   loadAppKinds,
-  validateAppKind,
   watchNamespaces,
-} from './config.js';
+} from './sources.js';
 export { CONFIG_SCHEMA, configSchemaJson } from './schema.js';
 export { crdFileName, crdObjects, crdYaml } from './crd-yaml.js';
 export { appPropsFor, overrideProblems, quantityValue, render, type AppResource, type AppSpec, type KubeObject } from './render.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { SAMPLE_KIND } from 'appkind-operator/kinds';
 import { bundleProps, kindsObjects } from '../../tools/release/manifests.js';
 
 const names = (kindGroups: string[]) => kindsObjects({ kinds: [SAMPLE_KIND], kindGroups }).map((o) => `${o.kind}/${o.metadata!.name}`);
