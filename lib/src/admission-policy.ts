@@ -152,10 +152,12 @@ function common(resources: { group: string; plural: string }[], username: string
  * kind are the owner's constrains. The image and the Service type; the policy `<name>-appkind-children`.
  */
 function appKindChildPolicy(scope: Construct, name: string, labels: Record<string, string>, username: string, kindGroups: string[]): ApiObject[] {
+  // Optional field access throughout: one malformed AppKind must not fail (and so refuse) every other kind's children.
   const ofOwner = (check: string) =>
-    `!(params.spec.group == variables.ownerGroup && params.spec.kind == variables.controllers[0].kind) || (${check})`;
+    `!(params.?spec.?group.orValue('') == variables.ownerGroup && params.?spec.?kind.orValue('') == variables.controllers[0].kind) || (${check})`;
   // The image patterns of ImagePolicy, read from the AppKind: exact, a prefix ending in `*`, or `*`.
-  const allowed = "c.image == params.spec.image || params.spec.?allowedImages.orValue([]).exists(p, p == '*' || (p.endsWith('*') ? c.image.startsWith(p.substring(0, p.size() - 1)) : c.image == p))";
+  const allowed =
+    "c.image == params.?spec.?image.orValue('') || params.?spec.?allowedImages.orValue([]).exists(p, p == '*' || (p.endsWith('*') ? c.image.startsWith(p.substring(0, p.size() - 1)) : c.image == p))";
   return policy(
     scope,
     'AppKindChildPolicy',
@@ -185,7 +187,7 @@ function appKindChildPolicy(scope: Construct, name: string, labels: Record<strin
           messageExpression: "'the construct renders no Deployment with an image AppKind ' + params.metadata.name + ' does not allow (spec.image, spec.allowedImages)'",
         },
         {
-          expression: ofOwner(`request.resource.resource != 'services' || object.spec.type == params.spec.?serviceType.orValue('NodePort')`),
+          expression: ofOwner(`request.resource.resource != 'services' || object.spec.type == params.?spec.?serviceType.orValue('NodePort')`),
           message: 'a Service of a type its AppKind does not render (spec.serviceType)',
           messageExpression: "'a Service of a type AppKind ' + params.metadata.name + ' does not render (spec.serviceType)'",
         },
