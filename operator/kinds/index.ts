@@ -2,7 +2,16 @@
 // configuration, render() (the construct for one CR) and the kinds' CRD YAML. Imported by package
 // name, `appkind-operator/kinds`.
 export { ConfigError, validateAppKind } from './validate.js';
-export { KIND_VARIABLES, SAMPLE_KIND, kindFromEnv, kindsFromDocument, kindsFromFile, loadAppKinds, watchNamespaces } from './sources.js';
+export {
+  KIND_VARIABLES,
+  SAMPLE_KIND,
+  kindFromEnv,
+  kindsFromDocument,
+  kindsFromFile,
+  kindGroups,
+  loadAppKinds,
+  watchNamespaces,
+} from './sources.js';
 export { CONFIG_SCHEMA, configSchemaJson } from './schema.js';
 export { crdFileName, crdObjects, crdYaml } from './crd-yaml.js';
 export { appPropsFor, overrideProblems, quantityValue, render, type AppResource, type AppSpec, type KubeObject } from './render.js';

@@ -125,9 +125,10 @@ async function template(path: string, ...args: string[]): Promise<KubernetesObje
   return documents(await helm('template', RELEASE, path, ...args));
 }
 
-/** The kinds values for a kinds file, as a user renders them. */
-async function kindsValues(kindsFile: string, file: string): Promise<string> {
-  const { stdout } = await exec('npm', ['run', '-s', 'kinds', '--', '--helm-values'], { cwd: root, env: { ...process.env, APPKIND_CONFIG: kindsFile }, maxBuffer: 64 * 1024 * 1024 });
+/** The kinds values for a kinds file (and other settings, such as APPKIND_KIND_GROUPS), as a user renders them. */
+async function kindsValues(kindsFile: string | undefined, file: string, env: NodeJS.ProcessEnv = {}): Promise<string> {
+  const config = kindsFile ? { APPKIND_CONFIG: kindsFile } : {};
+  const { stdout } = await exec('npm', ['run', '-s', 'kinds', '--', '--helm-values'], { cwd: root, env: { ...process.env, ...config, ...env }, maxBuffer: 64 * 1024 * 1024 });
   writeFileSync(file, stdout);
   return file;
 }
@@ -242,6 +243,21 @@ describe('the chart charts/appkind-operator', () => {
     const values = join(scratch, 'edited.yaml');
     writeFileSync(values, stringify({ kinds: [{ ...TAKARA, plural: 'takaras' }] }));
     await expect(template(CHART_DIR, '-f', values)).rejects.toThrow(/kinds differ from the kinds their CRDs, rules and policies \(kindObjects\) were rendered for: render both with APPKIND_CONFIG=<your kinds file> npm run -s kinds -- --helm-values/);
+  });
+
+  test('kindGroups rendered with npm run kinds give what the construct renders for them; given alone they are refused, naming that command', async () => {
+    const kindGroups = ['apps.example.com', 'team.example.org'];
+    const groups = await kindsValues(undefined, join(scratch, 'groups.values.yaml'), { APPKIND_KIND_GROUPS: kindGroups.join(',') });
+    const objects = await template(CHART_DIR, '--namespace', 'appkind-system', '-f', groups);
+    const expected = bundleObjects({ kinds: loadAppKinds({}), kindGroups, createNamespace: false });
+    expect(objects.filter((o) => o.kind === 'ValidatingAdmissionPolicy').map((o) => o.metadata!.name)).toEqual(
+      expect.arrayContaining(['appkind-operator-crds', 'appkind-operator-appkind-crds', 'appkind-operator-appkind-children']),
+    );
+    expect(objects.filter((o) => o.kind === 'ClusterRole').map((o) => o.metadata!.name)).toEqual(expect.arrayContaining(['appkind-operator-crds', 'apps.example.com-edit']));
+    expect(canonical(withoutHelmMarks(objects, expected))).toEqual(canonical(expected));
+    await expect(template(CHART_DIR, '--set', 'kindGroups={apps.example.com}')).rejects.toThrow(
+      /kindGroups differ from the kind groups the operator's rules and admission policies \(kindObjects\) were rendered for: render both with APPKIND_KIND_GROUPS=/,
+    );
   });
 });
 

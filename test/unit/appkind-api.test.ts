@@ -166,7 +166,10 @@ describe('OperatorBundle and the AppKind API', () => {
       expect(verbs('appkinds')).toEqual(expect.arrayContaining(['get', 'list', 'watch']));
       expect(verbs('appkinds/status')).toEqual(['patch']);
       expect(verbs('appkinds/finalizers')).toEqual(['update']);
-      expect(verbs('customresourcedefinitions').sort()).toEqual(['create', 'delete', 'get', 'list', 'patch', 'update', 'watch']);
+      // The CRDs an AppKind declares: the -crds role, writes only with kindGroups (bundle.test).
+      expect(verbs('customresourcedefinitions')).toEqual([]);
+      const crds = objs.find((o) => o.kind === 'ClusterRole' && o.metadata.name === 'appkind-operator-crds')!;
+      expect(crds.rules!.flatMap((r) => r.verbs).sort()).toEqual(['get', 'list', 'watch']);
       expect(role.rules!.flatMap((r) => r.verbs)).not.toContain('*');
       expect(objs.find((o) => o.kind === 'ClusterRoleBinding' && o.metadata.name === 'appkind-operator-appkinds')!.roleRef!.name).toBe('appkind-operator-appkinds');
     }
