@@ -1,6 +1,6 @@
 // The operator's command line: flags that set the settings' environment variables, and the usage text.
 import { parseArgs } from 'node:util';
-import { ConfigError } from './kinds/config.js';
+import { ConfigError } from './kinds/validate.js';
 import { OPERATOR_SETTINGS, SettingRow } from 'cdk8s-appkind/build/operator-settings.js';
 
 /** Command-line flags and the environment variables they set (a flag wins over the variable), from the settings table. */

@@ -2,7 +2,7 @@
 // election, workers, and a graceful shutdown on SIGTERM.
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { ConfigError } from './kinds/config.js';
+import { ConfigError } from './kinds/validate.js';
 import { applyFlags, USAGE } from './flags.js';
 import { SecureMetrics, startProbeServers } from './runtime/health.js';
 import { MetricsAuthorizer } from './runtime/metrics-auth.js';

@@ -26,7 +26,7 @@ export const PREFIXED_SETTINGS = [
   'SHUTDOWN_GRACE_SECONDS',
   'WATCH_STALE_SECONDS',
   'DEGRADED_RETRY_SECONDS',
-  // A kind from the environment, beyond the six walkthrough variables (operator/kinds/config.ts).
+  // A kind from the environment, beyond the six walkthrough variables (operator/kinds/sources.ts).
   'PLURAL',
   'SHORTNAMES',
   'MAXSIZE',

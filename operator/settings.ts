@@ -2,7 +2,8 @@
 // (cdk8s-appkind's operator-settings.ts), each checked and named in the error when it is wrong.
 import { AppKind } from 'cdk8s-appkind';
 import { BoolRow, ChoiceRow, IntRow, OPERATOR_SETTINGS, TextRow } from 'cdk8s-appkind/build/operator-settings.js';
-import { ConfigError, loadAppKinds, watchNamespaces } from './kinds/config.js';
+import { loadAppKinds, watchNamespaces } from './kinds/sources.js';
+import { ConfigError } from './kinds/validate.js';
 import type { LogLevel } from './runtime/log.js';
 import { withPrefixedSettings } from './settings-env.js';
 

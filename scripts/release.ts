@@ -25,7 +25,7 @@ import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError } from 'appkind-operator/kinds';
 import { withPrefixedSettings } from 'appkind-operator/settings';
-import { normalizeImageName } from '../tools/controlplane/node-images.js';
+import { normalizeImageName } from '../tools/controlplane/node/images.js';
 import { CHART_NAME, writeChart } from '../tools/release/chart.js';
 import { bundleProps, installYaml, kindsYaml } from '../tools/release/manifests.js';
 

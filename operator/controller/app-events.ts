@@ -1,16 +1,8 @@
 // How the app-kind controller's watch events map to the keys of the CRs they concern, and what
 // each event tells the reconciler's memory (the mappings the wiring in operator.ts names).
-import {
-  KubernetesObject,
-  V1Deployment,
-  V1NetworkPolicy,
-  V1Pod,
-  V1PodDisruptionBudget,
-  V1ReplicaSet,
-  V1Service,
-} from '@kubernetes/client-node';
+import { KubernetesObject, V1Pod, V1ReplicaSet, V1Service } from '@kubernetes/client-node';
 import { AppKind, ContainerApp } from 'cdk8s-appkind';
-import { OWNER_INDEX, ResourceCache } from '../runtime/cache.js';
+import { CacheReader, OWNER_INDEX, ResourceCache } from '../runtime/cache.js';
 import { EventHandler, KeySink, WatchEvent } from '../runtime/controller.js';
 import { Expectations } from '../runtime/expectations.js';
 import { Logger } from '../runtime/log.js';
@@ -20,20 +12,24 @@ import { CHILD_NAME_INDEX, freedNodePorts, NODE_PORT_INDEX, nodePortIndex } from
 import { NodePortWaits } from './nodeports.js';
 import { MemoryView } from './memory.js';
 import { statusOnlyChange } from './predicates.js';
-import { CachedResource } from './reconcile.js';
+import { CachedResource, ReconcilerCaches } from './reconcile.js';
 
-/** What the operator watches: every kind's CRs (by kind), the children, our pods, and the watches of what blocks a CR. */
-export interface AppWatches {
-  readonly crs: ReadonlyMap<string, ResourceCache<CachedResource>>;
-  readonly deployments: ResourceCache<V1Deployment>;
-  readonly services: ResourceCache<V1Service>;
-  readonly podDisruptionBudgets: ResourceCache<V1PodDisruptionBudget>;
-  readonly networkPolicies: ResourceCache<V1NetworkPolicy>;
-  readonly pods: ResourceCache<V1Pod>;
-  readonly replicaSets: ResourceCache<V1ReplicaSet>;
+/** A cache the reconciler reads, as the controller built it. */
+type Built<R> =
+  R extends ReadonlyMap<string, CacheReader<infer T>>
+    ? ReadonlyMap<string, ResourceCache<T>>
+    : R extends CacheReader<infer T>
+      ? ResourceCache<T>
+      : never;
+
+/**
+ * What the operator watches: the caches the reconciler reads (every kind's CRs by kind, the children,
+ * our pods and ReplicaSets), and the watches of what blocks a CR.
+ */
+export type AppWatches = { readonly [K in keyof ReconcilerCaches]: Built<ReconcilerCaches[K]> } & {
   readonly conflicts: ConflictWatches;
   readonly nodePortWaits: NodePortWaits;
-}
+};
 
 type CrCaches = AppWatches['crs'];
 

@@ -4,7 +4,8 @@
 import { AppKind } from 'cdk8s-appkind';
 import { FSWatcher, readFileSync, watch } from 'node:fs';
 import { basename, dirname } from 'node:path';
-import { ConfigError, kindsFromFile } from '../kinds/config.js';
+import { kindsFromFile } from '../kinds/sources.js';
+import { ConfigError } from '../kinds/validate.js';
 
 export interface KindsFileHandlers {
   /** The file changed and is valid: these are the kinds to serve. */

@@ -60,8 +60,6 @@ export class Manager {
         reconciler: {
           kinds,
           expectations,
-          ownStatusWrites: memory.ownStatusWrites,
-          deletedChildren: memory.deletedChildren,
           rest,
           events: new EventRecorder(rest, fieldManager, log),
           fieldManager,

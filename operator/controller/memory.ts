@@ -12,14 +12,21 @@
 //   cache, so its deletion is watched by name while it blocks one (conflict-wait.test.ts).
 // - NodePort waits (NodePortWaits): a Service not ours holding a CR's NodePort is in no cache either,
 //   so every Service is watched while some CR waits for a port (nodeport-wait.test.ts).
-// The reconciler writes and reads them all; the event handlers get a view (MemoryView) that tells the
-// facts what they watched and reads only whether a status write was ours.
+// The reconciler reads and writes them all, through ReconcilerFacts; the event handlers get a view
+// (MemoryView) that tells the facts what they watched and reads only whether a status write was ours.
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { WatchContext } from '../runtime/controller.js';
-import { ConflictWatches } from './conflicts.js';
+import { ConflictTracker, ConflictWatches } from './conflicts.js';
 import { DeletedChildren } from './deleted-children.js';
 import { NodePortWaits } from './nodeports.js';
 import { OwnStatusWrites } from './own-status-writes.js';
+
+/** What the reconciler reads and writes of its memory; a fact left out is not remembered (tests leave some out). */
+export interface ReconcilerFacts {
+  readonly ownStatusWrites?: Pick<OwnStatusWrites, 'statusAhead' | 'writing' | 'wrote'>;
+  readonly deletedChildren?: Pick<DeletedChildren, 'seen' | 'size'>;
+  readonly conflicts?: ConflictTracker;
+}
 
 /** What the event handlers may do with the reconciler's memory. */
 export interface MemoryView {
@@ -35,17 +42,23 @@ export interface MemoryView {
 
 /**
  * The four facts. The conflict and NodePort watches are built here and registered with the
- * controller (watchesWhile), which stops them; the reconciler reaches the conflict watches by that
- * name, the other three tables here.
+ * controller (watchesWhile), which starts and stops them; the reconciler reaches all four here.
  */
-export class ReconcilerMemory implements MemoryView {
+export class ReconcilerMemory implements ReconcilerFacts, MemoryView {
   readonly ownStatusWrites = new OwnStatusWrites();
   readonly deletedChildren = new DeletedChildren();
+  private conflictWatches?: ConflictWatches;
   private nodePortWaits?: NodePortWaits;
 
   /** The watches of objects blocking a CR (built once, by the controller's watchesWhile). */
   watchConflicts(ctx: WatchContext, onGone: (obj: KubernetesObject) => void): ConflictWatches {
-    return new ConflictWatches(ctx, onGone);
+    return (this.conflictWatches = new ConflictWatches(ctx, onGone));
+  }
+
+  /** The watches of objects blocking a CR; the controller builds them before its first reconcile. */
+  get conflicts(): ConflictTracker {
+    if (!this.conflictWatches) throw new Error('reconciler memory: the conflict watches are not built yet');
+    return this.conflictWatches;
   }
 
   /** The watch of every Service while a CR waits for a NodePort (built once, by the controller's watchesWhile). */

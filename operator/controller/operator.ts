@@ -9,7 +9,7 @@ import { AppEvents, AppWatches } from './app-events.js';
 import { CHILD_NAME_INDEX, childNameIndex, NODE_PORT_INDEX, nodePortIndex, podSummary, replicaSetSummary } from './indexes.js';
 import { ReconcilerMemory } from './memory.js';
 import { added, deploymentRead, notStatusOnly, podRead } from './predicates.js';
-import { CachedResource, CHILD_SELECTOR, Reconciler, ReconcilerDeps } from './reconcile.js';
+import { CachedResource, CHILD_SELECTOR, Reconciler, ReconcilerCaches, ReconcilerDeps } from './reconcile.js';
 
 /**
  * Our Deployments: those carrying the children's label, so the cache (and the watch events of every
@@ -58,15 +58,15 @@ export function crsOf(kind: AppKind): WatchSource<CachedResource> {
   return { apiVersion: AppKindCrd.apiVersionOf(kind), kind: kind.kind, plural: kind.plural };
 }
 
-/** What the reconciler needs besides the watches. */
-export type ReconcilerNeeds = Omit<ReconcilerDeps, keyof AppWatches | 'conflicts'>;
+/** What the reconciler needs besides the caches and its memory. */
+export type ReconcilerNeeds = Omit<ReconcilerDeps, keyof ReconcilerCaches | 'memory'>;
 
 /** What wiring the controller takes: the kinds served at start, the mappings, the reconciler's needs, the queue's settings. */
 export interface AppKindWiring {
   readonly kinds: readonly AppKind[];
   readonly fieldManager: string;
   readonly on: AppEvents;
-  /** The reconciler's memory: it builds the conflict and NodePort watches, which the controller starts and stops. */
+  /** The reconciler's memory: it builds the conflict and NodePort watches, which the controller starts and stops; the reconciler reads and writes it. */
   readonly memory: ReconcilerMemory;
   readonly reconciler: ReconcilerNeeds;
   readonly queue: QueueOptions;
@@ -94,7 +94,7 @@ export function appKindController(
     .watchesWhile('nodePortWaits', (ctx, keys, w) =>
       memory.watchNodePorts(ctx, on.portWaitersOfFreed(keys, w), (key) => keys.retryNow(key)),
     )
-    .complete((w) => reconcilerOf(new Reconciler({ ...reconciler, ...w })), queue, hooks);
+    .complete((w) => reconcilerOf(new Reconciler({ ...reconciler, ...w, memory })), queue, hooks);
 }
 
 /** What the queue runs for a key. */

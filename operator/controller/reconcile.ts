@@ -17,8 +17,6 @@ import { AppKind, ContainerApp, ContainerAppProps } from 'cdk8s-appkind';
 import { AppResource, appPropsFor, KubeObject } from '../kinds/render.js';
 import { appliedFieldsOf, drift as driftOf, firstReleased } from './diff.js';
 import { CacheReader, OWNER_INDEX } from '../runtime/cache.js';
-import { ConflictTracker } from './conflicts.js';
-import type { DeletedChildren } from './deleted-children.js';
 import { Expectations } from '../runtime/expectations.js';
 import { controllerOf, describeObject, parseRefKey, refKey, refOf } from '../runtime/ref.js';
 import { EventRecorder } from '../runtime/events.js';
@@ -29,7 +27,7 @@ import { HandlerResult } from '../runtime/queue.js';
 import { RenderCache, Rendered } from './render-cache.js';
 import { isCreateOnlyRefusal, KubeClient } from '../runtime/rest.js';
 import { StatusPacer, urgent } from './status-pacer.js';
-import { OwnStatusWrites } from './own-status-writes.js';
+import type { ReconcilerFacts } from './memory.js';
 import { throttleDelayMs, ThrottledError } from '../runtime/throttle.js';
 import {
   AppStatus,
@@ -55,8 +53,8 @@ export class ReconcileError extends Error {
   }
 }
 
-export interface ReconcilerDeps {
-  readonly kinds: ReadonlyMap<string, AppKind>;
+/** The caches a reconcile reads, named as the controller's watches (AppWatches holds them as built). */
+export interface ReconcilerCaches {
   /** Every kind's CRs, by kind. */
   readonly crs: ReadonlyMap<string, CacheReader<CachedResource>>;
   readonly deployments: CacheReader<V1Deployment>;
@@ -67,6 +65,10 @@ export interface ReconcilerDeps {
   readonly pods: CacheReader<V1Pod>;
   /** The app's ReplicaSets, slimmed to their owners: which pods belong to a CR's Deployment. */
   readonly replicaSets: CacheReader<V1ReplicaSet>;
+}
+
+export interface ReconcilerDeps extends ReconcilerCaches {
+  readonly kinds: ReadonlyMap<string, AppKind>;
   /** Children this process created that the caches may not show yet. */
   readonly expectations?: Expectations;
   readonly rest: KubeClient;
@@ -78,12 +80,11 @@ export interface ReconcilerDeps {
   readonly renders?: RenderCache;
   /** Coalesces status writes during a rollout; none (write every change) when not given. */
   readonly pacer?: StatusPacer;
-  /** Where the status writes of this process are recorded, to tell them from others' when watched back. */
-  readonly ownStatusWrites?: OwnStatusWrites;
-  /** Told which objects of someone else's take a CR's child names (watched until they go). */
-  readonly conflicts?: ConflictTracker;
-  /** Children seen deleted while their CR was cached: the CR is read live before they are created again. */
-  readonly deletedChildren?: DeletedChildren;
+  /**
+   * What the reconciler remembers between reconciles (memory.ts): its own status writes, children seen
+   * deleted while their CR was cached, the objects of someone else's that take a CR's child names.
+   */
+  readonly memory?: ReconcilerFacts;
 }
 
 /** Throws ThrottledError when the server throttled the request: no failure of the CR, only "later". */
@@ -123,12 +124,12 @@ export class Reconciler {
       // gone: the garbage collector removes the children
       this.renders.forget(ref);
       this.deps.pacer?.forget(key);
-      this.deps.conflicts?.observe(key, []);
+      this.deps.memory?.conflicts?.observe(key, []);
       return;
     }
     // Our last status write, when the cache has not shown it yet: compared with the status before it,
     // the same status would be written again (and a new failure's Event recorded twice).
-    const ahead = this.deps.ownStatusWrites?.statusAhead(key, cached.metadata.resourceVersion);
+    const ahead = this.deps.memory?.ownStatusWrites?.statusAhead(key, cached.metadata.resourceVersion);
     const cr: CachedResource = ahead ? { ...cached, status: ahead } : cached;
 
     // A spec out of the CRD's bounds or a refused image is never rendered, so nothing is applied or
@@ -147,7 +148,7 @@ export class Reconciler {
     if (await this.goneMeanwhile(cr, desired, log)) {
       this.renders.forget(ref);
       this.deps.pacer?.forget(key);
-      this.deps.conflicts?.observe(key, []);
+      this.deps.memory?.conflicts?.observe(key, []);
       return;
     }
     // What status reads of the props (names, labels, size) holds also for a spec render() refused.
@@ -158,7 +159,7 @@ export class Reconciler {
     const fresh = new Map<string, KubernetesObject>();
     const blockers: KubeObject[] = [];
     const applied = await Promise.all(desired.map((obj) => this.applyOne(obj, cr, fresh, log, blockers)));
-    this.deps.conflicts?.observe(key, blockers);
+    this.deps.memory?.conflicts?.observe(key, blockers);
     failure ??= applied.find((f) => f !== undefined);
     if (!failure) failure = await this.prune(cr, desired, log);
     // A new failure's Event goes out beside the status that says Degraded, not after it: one round
@@ -188,7 +189,7 @@ export class Reconciler {
    */
   private async goneMeanwhile(cr: CachedResource, desired: KubeObject[], log: Logger): Promise<boolean> {
     const uid = cr.metadata.uid;
-    const deleted = this.deps.deletedChildren;
+    const deleted = this.deps.memory?.deletedChildren;
     if (!deleted || deleted.size === 0) return false;
     const recreating = desired.filter((obj) => {
       const cache = this.cacheFor(obj.kind);
@@ -389,10 +390,10 @@ export class Reconciler {
     const waitMs = this.deps.pacer?.delayMs(key, cr.status, status, isUrgent) ?? 0;
     if (waitMs > 0) return waitMs;
     try {
-      this.deps.ownStatusWrites?.writing(key, cr.metadata.resourceVersion);
+      this.deps.memory?.ownStatusWrites?.writing(key, cr.metadata.resourceVersion);
       // A merge patch keeps fields it does not mention: null removes a NodePort that is gone.
       const written = await this.deps.rest.patchStatus(cr, { ...status, nodePort: status.nodePort ?? null });
-      this.deps.ownStatusWrites?.wrote(key, written);
+      this.deps.memory?.ownStatusWrites?.wrote(key, written);
       this.deps.pacer?.wrote(key, isUrgent);
       log.info('status updated', {
         changed: statusChanges(cr.status, status),
@@ -408,7 +409,7 @@ export class Reconciler {
       if (warning) await this.deps.events.record(cr, 'Warning', warning.reason, warning.message, log);
       return 0;
     } catch (e) {
-      this.deps.ownStatusWrites?.wrote(key, undefined);
+      this.deps.memory?.ownStatusWrites?.wrote(key, undefined);
       const f = apiFailure(e);
       if (f.code === 404) return 0; // deleted meanwhile
       throwIfThrottled(f, `writing the status of ${cr.kind} ${ns}/${cr.metadata.name}`);

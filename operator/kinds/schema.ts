@@ -1,6 +1,6 @@
 // The JSON Schema of the kind configuration file (appkinds.yaml): what an editor checks as the user types
 // (schema/appkinds.schema.json, written by `npm run schema`) and what the operator checks at start-up
-// (config.ts validates every kind against it, then gives the semantic checks their own messages).
+// (validate.ts checks every kind against it, then gives the semantic checks their own messages).
 
 type Schema = { [keyword: string]: unknown };
 
@@ -239,7 +239,7 @@ export const KIND_PROPERTIES: Record<string, Schema> = {
 
 const KIND = obj('One app kind.', KIND_PROPERTIES, ['group', 'version', 'kind', 'image', 'port']);
 
-/** A schema for only these settings of a kind: the ones config.ts has no hand-written check for. */
+/** A schema for only these settings of a kind: the ones validate.ts has no hand-written check for. */
 export function structuredSettingsSchema(names: string[]): Schema {
   return { ...obj('Settings of one app kind.', Object.fromEntries(names.map((n) => [n, KIND_PROPERTIES[n]!]))), definitions: DEFINITIONS };
 }

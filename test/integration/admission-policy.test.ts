@@ -11,7 +11,7 @@ import { KubeConfig, KubernetesObject, V1Container, V1Deployment, V1PodSpec, V1S
 import { App, Chart } from 'cdk8s';
 import { randomBytes } from 'node:crypto';
 import { AppKind, OperatorBundle } from 'cdk8s-appkind';
-import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { SAMPLE_KIND } from 'appkind-operator/kinds';
 import { KubeObject, render } from '../../operator/kinds/render.js';
 import { ApiError, resourcePath, RestClient } from '../../operator/runtime/rest.js';
 import { applyManifests } from '../../tools/controlplane/apply.js';

@@ -8,7 +8,7 @@ import { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { AppKind, AppKindCrd } from 'cdk8s-appkind';
-import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { SAMPLE_KIND } from 'appkind-operator/kinds';
 import { crdObjects } from '../../operator/kinds/crd-yaml.js';
 import { ApiError, RestClient } from '../../operator/runtime/rest.js';
 import { applyManifests } from '../../tools/controlplane/apply.js';

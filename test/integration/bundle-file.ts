@@ -8,7 +8,7 @@ import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
 import type { AppKind } from 'cdk8s-appkind';
 import { parse, parseAllDocuments } from 'yaml';
-import { kindsFromDocument } from '../../operator/kinds/config.js';
+import { kindsFromDocument } from 'appkind-operator/kinds';
 
 const run = promisify(execFile);
 const root = join(import.meta.dirname, '..', '..');

@@ -4,7 +4,7 @@
 // APPKIND_DEGRADED_RETRY_SECONDS=3600 is far beyond this test after a dozen failures.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { KubeConfig, KubernetesObject, V1Service } from '@kubernetes/client-node';
-import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { SAMPLE_KIND } from 'appkind-operator/kinds';
 import { controllerOf } from '../../operator/runtime/ref.js';
 import { RestClient } from '../../operator/runtime/rest.js';
 import { crObject, eventually, foreignDeployment, sharedCluster } from './cluster.js';

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { KubernetesObject, V1Deployment, V1Service } from '@kubernetes/client-node';
 import { AppKind } from 'cdk8s-appkind';
 import { ResourceCache } from '../../operator/runtime/cache.js';
-import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { SAMPLE_KIND } from 'appkind-operator/kinds';
 import { DeletedChildren } from '../../operator/controller/deleted-children.js';
 import { CachedResource, Reconciler } from '../../operator/controller/reconcile.js';
 import { controllerOf, refKey } from '../../operator/runtime/ref.js';

@@ -6,7 +6,7 @@
 // the bound is the one docs/reliability.md states, computed from the time the test actually observed.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { KubernetesObject } from '@kubernetes/client-node';
-import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { SAMPLE_KIND } from 'appkind-operator/kinds';
 import { backoffDelay } from '../../operator/runtime/queue.js';
 import { RestClient } from '../../operator/runtime/rest.js';
 import { crObject, eventually, readSharedAuditLog } from './cluster.js';

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { CoreV1Api, V1Deployment } from '@kubernetes/client-node';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { SAMPLE_KIND } from 'appkind-operator/kinds';
 import { ApiError, RestClient } from '../../operator/runtime/rest.js';
 import { ControlPlane } from '../../tools/controlplane/controlplane.js';
 import { converged as convergedModel, LoadBatches, LoadModel, sleep, startLoadCluster } from './load.js';

@@ -11,7 +11,7 @@
 // LOAD_DEBUG=1 prints what is still unconverged on each poll.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { CoreV1Api, V1Service, Watch } from '@kubernetes/client-node';
-import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { SAMPLE_KIND } from 'appkind-operator/kinds';
 import { RestClient } from '../../operator/runtime/rest.js';
 import { ControlPlane } from '../../tools/controlplane/controlplane.js';
 import { converged as convergedModel, LoadBatches, LoadModel, sleep, startLoadCluster } from './load.js';

@@ -4,7 +4,7 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { cgroupHierarchies, HOST_PATHS, readSysctls } from '../../tools/controlplane/host-state.js';
+import { cgroupHierarchies, HOST_PATHS, readSysctls } from '../../tools/controlplane/node/host-state.js';
 
 export interface HostSnapshot {
   links: string[];

@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { CoreV1Api, KubernetesObject, V1Deployment, V1ReplicaSet, V1Service } from '@kubernetes/client-node';
 import { AppKind, AppKindCrd } from 'cdk8s-appkind';
-import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { SAMPLE_KIND } from 'appkind-operator/kinds';
 import { controllerOf } from '../../operator/runtime/ref.js';
 import { ApiError, RestClient } from '../../operator/runtime/rest.js';
 import { ControlPlane } from '../../tools/controlplane/controlplane.js';

@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { KubernetesObject, V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
 import { ContainerApp } from 'cdk8s-appkind';
-import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { SAMPLE_KIND } from 'appkind-operator/kinds';
 import { RestClient } from '../../operator/runtime/rest.js';
 import { crObject, eventually, readSharedAuditLog, sharedCluster } from './cluster.js';
 import { OPERATOR_SA, OperatorProcess, startOperatorTest } from './operator-process.js';

@@ -1,7 +1,7 @@
 // Leader election against the real control plane: two candidates on one Lease.
 import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { CoordinationV1Api, KubeConfig, KubernetesObject, V1Deployment, V1Lease, V1MicroTime, Watch } from '@kubernetes/client-node';
-import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { SAMPLE_KIND } from 'appkind-operator/kinds';
 import { LeaderCallbacks, LeaderElector } from '../../operator/runtime/leader.js';
 import { ApiError, RestClient } from '../../operator/runtime/rest.js';
 import { applyManifests } from '../../tools/controlplane/apply.js';

@@ -7,7 +7,7 @@
 //   bounds its backoff, so the CR converges within that long of the port being freed.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { KubeConfig, KubernetesObject, V1Service } from '@kubernetes/client-node';
-import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { SAMPLE_KIND } from 'appkind-operator/kinds';
 import { RestClient } from '../../operator/runtime/rest.js';
 import { createTestNamespace, crObject, eventually, freeStaticNodePorts, sharedCluster } from './cluster.js';
 import { installCrds, LogLine, OperatorProcess, startOperatorTest } from './operator-process.js';

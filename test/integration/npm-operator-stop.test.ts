@@ -3,7 +3,7 @@
 // script execs node, so no `sh -c` sits in between to die and orphan it), which stops as on Ctrl+C:
 // its "stopped" line, exit 0, and no process of it left. `npm start`: controlplane-cleanup.test.ts.
 import { beforeAll, expect, test } from '@jest/globals';
-import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { SAMPLE_KIND } from 'appkind-operator/kinds';
 import { eventually, sharedServiceAccountKubeconfig } from './cluster.js';
 import { processesMentioning } from './controlplane-processes.js';
 import { OPERATOR_SA, OperatorProcess, prepareOperatorNamespace } from './operator-process.js';

@@ -2,7 +2,7 @@
 // watchdog, and kube-apiserver and etcd restarts are survived without a crash or lost events.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { KubernetesObject } from '@kubernetes/client-node';
-import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { SAMPLE_KIND } from 'appkind-operator/kinds';
 import { RestClient } from '../../operator/runtime/rest.js';
 import { ControlPlane } from '../../tools/controlplane/controlplane.js';
 import { crConverged, eventually } from './cluster.js';

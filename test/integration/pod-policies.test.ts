@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { KubernetesObject, V1Deployment, V1NetworkPolicy, V1PodDisruptionBudget, V1Service } from '@kubernetes/client-node';
 import { AppKind, ImagePullPolicy } from 'cdk8s-appkind';
-import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { SAMPLE_KIND } from 'appkind-operator/kinds';
 import { RestClient } from '../../operator/runtime/rest.js';
 import { crConverged, crObject, eventually } from './cluster.js';
 import { expectNoOperatorWrites, OperatorProcess, prepareOperatorNamespace } from './operator-process.js';

@@ -4,7 +4,7 @@
 // reason and message.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { KubernetesObject } from '@kubernetes/client-node';
-import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { SAMPLE_KIND } from 'appkind-operator/kinds';
 import { RestClient } from '../../operator/runtime/rest.js';
 import { crObject, eventually } from './cluster.js';
 import { OperatorProcess, startOperatorTest } from './operator-process.js';

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { CoreV1Api, CoreV1Event, KubeConfig, KubernetesObject, V1Pod } from '@kubernetes/client-node';
 import { AppKind } from 'cdk8s-appkind';
-import { kindsFromDocument } from '../../operator/kinds/config.js';
+import { kindsFromDocument } from 'appkind-operator/kinds';
 import { RestClient } from '../../operator/runtime/rest.js';
 import { ControlPlane } from '../../tools/controlplane/controlplane.js';
 import { createTestNamespace, crObject, eventually } from './cluster.js';

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { AppKind, AppKindCrd } from 'cdk8s-appkind';
-import { kindsFromFile } from '../../operator/kinds/config.js';
+import { kindsFromFile } from 'appkind-operator/kinds';
 import { AppResource, render } from '../../operator/kinds/render.js';
 import { firstDifference } from '../../operator/controller/diff.js';
 import { ApiError, RestClient } from '../../operator/runtime/rest.js';

@@ -12,7 +12,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parse } from 'yaml';
-import { kindsFromFile } from '../../operator/kinds/config.js';
+import { kindsFromFile } from 'appkind-operator/kinds';
 import { RestClient } from '../../operator/runtime/rest.js';
 import { ControlPlane, type AuditEvent } from '../../tools/controlplane/controlplane.js';
 import { loadEchoStandIn } from '../../tools/echo-image.js';

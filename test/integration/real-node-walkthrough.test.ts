@@ -9,7 +9,7 @@ import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
-import { loadAppKinds } from '../../operator/kinds/config.js';
+import { loadAppKinds } from 'appkind-operator/kinds';
 import { RestClient } from '../../operator/runtime/rest.js';
 import { ControlPlane } from '../../tools/controlplane/controlplane.js';
 import { loadEchoStandIn } from '../../tools/echo-image.js';

@@ -1,7 +1,7 @@
 // Drift, pruning, steady state and errors of the reconciler, on the real control plane.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
-import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { SAMPLE_KIND } from 'appkind-operator/kinds';
 import { ApiError, RestClient } from '../../operator/runtime/rest.js';
 import { crConverged, eventually, freeStaticNodePorts, readSharedAuditLog, sharedCluster } from './cluster.js';
 import { OPERATOR_SA, OperatorProcess, startOperatorTest } from './operator-process.js';

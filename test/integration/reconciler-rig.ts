@@ -77,7 +77,7 @@ export class ReconcilerRig {
       events: new EventRecorder(this.rest, MANAGER, silentLogger),
       fieldManager: MANAGER,
       log: silentLogger,
-      deletedChildren: caches.deletedChildren,
+      memory: { deletedChildren: caches.deletedChildren },
     });
   }
 

@@ -3,7 +3,7 @@
 // owns (its managedFields entry) with what it renders, not only the rendered values with the live ones.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { KubeConfig, KubernetesObject, V1Deployment, V1Service } from '@kubernetes/client-node';
-import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { SAMPLE_KIND } from 'appkind-operator/kinds';
 import { RestClient } from '../../operator/runtime/rest.js';
 import { crConverged, crObject, eventually, freeStaticNodePorts, sharedCluster } from './cluster.js';
 import { expectNoOperatorWrites, OperatorProcess, prepareOperatorNamespace } from './operator-process.js';

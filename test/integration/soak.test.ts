@@ -24,7 +24,7 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { CoreV1Api } from '@kubernetes/client-node';
 import type { AppKind } from 'cdk8s-appkind';
-import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { SAMPLE_KIND } from 'appkind-operator/kinds';
 import type { AppSpec } from '../../operator/kinds/render.js';
 import { RestClient } from '../../operator/runtime/rest.js';
 import { NODE_PORT_RANGE } from '../../tools/controlplane/components.js';

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { KubernetesObject, V1Deployment, V1Pod, V1Service } from '@kubernetes/client-node';
 import { ContainerApp } from 'cdk8s-appkind';
-import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { SAMPLE_KIND } from 'appkind-operator/kinds';
 import { RestClient } from '../../operator/runtime/rest.js';
 import { crObject, eventually, FOREIGN_IMAGE, sharedCluster } from './cluster.js';
 import { OperatorProcess, startOperatorTest } from './operator-process.js';

@@ -7,7 +7,7 @@
 // the operator's log line saying what it changed.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { KubeConfig, KubernetesObject, Watch } from '@kubernetes/client-node';
-import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { SAMPLE_KIND } from 'appkind-operator/kinds';
 import { RestClient } from '../../operator/runtime/rest.js';
 import { crObject, eventually, readSharedAuditLog, sharedCluster } from './cluster.js';
 import { OPERATOR_SA, OperatorProcess, startOperatorTest } from './operator-process.js';

@@ -17,7 +17,7 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { CoreV1Api, KubernetesObject, V1Pod } from '@kubernetes/client-node';
 import { ContainerApp } from 'cdk8s-appkind';
-import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { SAMPLE_KIND } from 'appkind-operator/kinds';
 import { Informer } from '../../operator/runtime/informer.js';
 import { createLogger } from '../../operator/runtime/log.js';
 import { RestClient } from '../../operator/runtime/rest.js';

@@ -30,7 +30,7 @@ import { AppsV1Api, CoreV1Api, KubernetesObject, V1Deployment, V1Service } from 
 import { App, Chart } from 'cdk8s';
 import { ContainerApp, OperatorBundle } from 'cdk8s-appkind';
 import { CHILD_SELECTOR } from '../../operator/controller/reconcile.js';
-import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { SAMPLE_KIND } from 'appkind-operator/kinds';
 import { render } from '../../operator/kinds/render.js';
 import { PAGE_SIZE } from '../../operator/runtime/informer.js';
 import { RestClient } from '../../operator/runtime/rest.js';

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { KubernetesObject } from '@kubernetes/client-node';
 import { join } from 'node:path';
 import { AppKind } from 'cdk8s-appkind';
-import { kindsFromFile } from '../../operator/kinds/config.js';
+import { kindsFromFile } from 'appkind-operator/kinds';
 import { render } from '../../operator/kinds/render.js';
 import { firstDifference } from '../../operator/controller/diff.js';
 import { RestClient } from '../../operator/runtime/rest.js';

@@ -4,7 +4,7 @@ import { AppKind, LogLevel, OperatorBundle, OperatorBundleProps } from 'cdk8s-ap
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { kindsFromFile, SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { kindsFromFile, SAMPLE_KIND } from 'appkind-operator/kinds';
 import { DEFAULT_WORKERS } from '../../operator/settings.js';
 
 const TAKARA: AppKind = {

@@ -4,7 +4,7 @@ import { ownerIndex, withoutManagedFields } from '../../operator/runtime/cache.j
 import { childNameIndex, freedNodePorts, nodePortIndex, podSummary } from '../../operator/controller/indexes.js';
 import { deploymentChanged, podChanged, statusOnlyChange } from '../../operator/controller/predicates.js';
 import { refKey } from '../../operator/runtime/ref.js';
-import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { SAMPLE_KIND } from 'appkind-operator/kinds';
 import { appPropsFor, render } from '../../operator/kinds/render.js';
 import { RenderCache } from '../../operator/controller/render-cache.js';
 

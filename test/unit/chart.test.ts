@@ -2,7 +2,7 @@ import { describe, expect, test } from '@jest/globals';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
-import { loadAppKinds } from '../../operator/kinds/config.js';
+import { loadAppKinds } from 'appkind-operator/kinds';
 import { CHART_DIR, KIND_OBJECTS_FILE, MONITORING_FILE, chartKinds, kindObjectsFile, monitoringFile } from '../../tools/release/chart.js';
 
 const root = join(import.meta.dirname, '..', '..');

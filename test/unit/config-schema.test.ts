@@ -3,7 +3,7 @@ import { Ajv } from 'ajv';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
-import { ConfigError, kindsFromDocument } from '../../operator/kinds/config.js';
+import { ConfigError, kindsFromDocument } from 'appkind-operator/kinds';
 import { CONFIG_SCHEMA, configSchemaJson, KIND_PROPERTIES } from '../../operator/kinds/schema.js';
 
 const root = join(import.meta.dirname, '..', '..');

@@ -2,7 +2,7 @@ import { describe, expect, test } from '@jest/globals';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, kindFromEnv, kindsFromDocument, kindsFromFile, loadAppKinds, SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { ConfigError, kindFromEnv, kindsFromDocument, kindsFromFile, loadAppKinds, SAMPLE_KIND } from 'appkind-operator/kinds';
 
 const WALKTHROUGH = { IMAGENAME: 'takeyan/flask:0.0.3', CLUSTERPORT: '5000', APPNAME: 'echoflask', VERSION: 'v1alpha1', GROUPNAME: 'swallowlab', CRKIND: 'EchoFlask' };
 const TAKARA = { IMAGENAME: 'memcached:1.6-alpine', CLUSTERPORT: '11211', APPNAME: 'takara', VERSION: 'v1alpha1', GROUPNAME: 'maho.takara.org', CRKIND: 'Takara' };

@@ -1,9 +1,7 @@
 import { describe, expect, test } from '@jest/globals';
 import { V1CustomResourceDefinition } from '@kubernetes/client-node';
 import { AppKind } from 'cdk8s-appkind';
-import { SAMPLE_KIND } from '../../operator/kinds/config.js';
-import { needsStorageMigration, refusedCrdChange, schemaRemovals, storedVersionProblems } from '../../operator/kinds/crd-change.js';
-import { crdObjects } from '../../operator/kinds/crd-yaml.js';
+import { crdObjects, needsStorageMigration, refusedCrdChange, SAMPLE_KIND, schemaRemovals, storedVersionProblems } from 'appkind-operator/kinds';
 
 const crdOf = (kind: AppKind, storedVersions?: string[]): V1CustomResourceDefinition => {
   const crd = crdObjects([kind])[0] as unknown as V1CustomResourceDefinition;

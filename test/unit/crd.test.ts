@@ -3,7 +3,7 @@ import { Testing } from 'cdk8s';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AppKindCrd, type AppKind } from 'cdk8s-appkind';
-import { kindsFromFile, SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { kindsFromFile, SAMPLE_KIND } from 'appkind-operator/kinds';
 import { crdFileName, crdYaml } from '../../operator/kinds/crd-yaml.js';
 import { Reason } from '../../operator/controller/status.js';
 

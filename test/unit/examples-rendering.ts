@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
 import { AppKind } from 'cdk8s-appkind';
-import { kindsFromFile, SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { kindsFromFile, SAMPLE_KIND } from 'appkind-operator/kinds';
 import { render, type AppResource } from '../../operator/kinds/render.js';
 
 const root = join(import.meta.dirname, '..', '..');

@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
 import { AppKind } from 'cdk8s-appkind';
-import { kindsFromDocument, kindsFromFile } from '../../operator/kinds/config.js';
+import { kindsFromDocument, kindsFromFile } from 'appkind-operator/kinds';
 import { crdObjects } from '../../operator/kinds/crd-yaml.js';
 import { render, type AppResource } from '../../operator/kinds/render.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, test } from '@jest/globals';
-import { ConfigError } from '../../operator/kinds/config.js';
+import { ConfigError } from 'appkind-operator/kinds';
 import { applyFlags, USAGE } from '../../operator/flags.js';
 import { loadSettings } from '../../operator/settings.js';
 

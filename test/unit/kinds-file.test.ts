@@ -3,7 +3,7 @@ import type { AppKind } from 'cdk8s-appkind';
 import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError } from '../../operator/kinds/config.js';
+import { ConfigError } from 'appkind-operator/kinds';
 import { KindsFile } from '../../operator/controller/kinds-file.js';
 
 const kind = (name: string) => `  - {group: example.com, version: v1, kind: ${name}, image: nginx, port: 80}\n`;

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parseAllDocuments, stringify } from 'yaml';
 import { AppKind } from 'cdk8s-appkind';
-import { kindsFromFile, SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { kindsFromFile, SAMPLE_KIND } from 'appkind-operator/kinds';
 import { render, type AppResource } from '../../operator/kinds/render.js';
 import { sampleResource } from '../../sample.js';
 

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { apiserverArgs, CONTROLLERS, controllerManagerArgs, type Ports } from '../../tools/controlplane/components.js';
 import { FRONT_PROXY_CLIENT, writeFrontProxyCerts } from '../../tools/controlplane/front-proxy.js';
-import { METRICS_API_SERVICE, METRICS_SERVER_USER, metricsServerArgs, metricsServerObjects } from '../../tools/controlplane/metrics-server.js';
+import { METRICS_API_SERVICE, METRICS_SERVER_USER, metricsServerArgs, metricsServerObjects } from '../../tools/controlplane/node/metrics-server.js';
 
 const ports: Ports = { etcdClient: 1, etcdPeer: 2, apiserver: 3, kwok: 4 };
 const files = { certDir: '/c', tokenFile: '/t', serviceAccountPublicKey: '/p', serviceAccountPrivateKey: '/k' };

@@ -4,7 +4,7 @@ import { OperatorBundle, OperatorMonitoring, OperatorMonitoringProps } from 'cdk
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
-import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { SAMPLE_KIND } from 'appkind-operator/kinds';
 import { bundleObjects, installYaml } from '../../tools/release/manifests.js';
 import { expressions, metricNames, promqlProblem } from './promql.js';
 

@@ -2,12 +2,12 @@
 // kubelet normalizes them, and the settings this machine needs in the generated configs and flags.
 import { describe, expect, it } from '@jest/globals';
 import { apiserverArgs, type Ports } from '../../tools/controlplane/components.js';
-import { containerdConfig } from '../../tools/controlplane/containerd.js';
-import { kubeProxyArgs } from '../../tools/controlplane/kube-proxy.js';
-import { kubeletConfiguration } from '../../tools/controlplane/kubelet.js';
-import { normalizeImageName } from '../../tools/controlplane/node-images.js';
-import { realNodeProblems, RealNodeUnavailableError } from '../../tools/controlplane/node-preconditions.js';
-import { firstAddress, overlaps, pickNodeNetwork, routeDestinations } from '../../tools/controlplane/node-network.js';
+import { containerdConfig } from '../../tools/controlplane/node/containerd.js';
+import { kubeProxyArgs } from '../../tools/controlplane/node/kube-proxy.js';
+import { kubeletConfiguration } from '../../tools/controlplane/node/kubelet.js';
+import { normalizeImageName } from '../../tools/controlplane/node/images.js';
+import { realNodeProblems, RealNodeUnavailableError } from '../../tools/controlplane/node/preconditions.js';
+import { firstAddress, overlaps, pickNodeNetwork, routeDestinations } from '../../tools/controlplane/node/network.js';
 
 describe('node network ranges', () => {
   it('detects overlapping ranges and addresses, and none across disjoint ones', () => {

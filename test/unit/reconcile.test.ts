@@ -3,7 +3,7 @@
 // child no longer rendered. The integration tests run the same code against the real control plane.
 import { beforeEach, describe, expect, test } from '@jest/globals';
 import { KubernetesObject, V1Deployment, V1NetworkPolicy, V1Pod, V1PodDisruptionBudget, V1ReplicaSet, V1Service } from '@kubernetes/client-node';
-import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { SAMPLE_KIND } from 'appkind-operator/kinds';
 import { render } from '../../operator/kinds/render.js';
 import { CachedResource, Reconciler, ReconcileError } from '../../operator/controller/reconcile.js';
 import { OwnStatusWrites } from '../../operator/controller/own-status-writes.js';
@@ -115,7 +115,7 @@ describe('Reconciler', () => {
       fieldManager: MANAGER,
       log: createLogger('debug', { write: (line) => logLines.push(line) }),
       now: () => NOW,
-      ownStatusWrites: new OwnStatusWrites(),
+      memory: { ownStatusWrites: new OwnStatusWrites() },
     });
   });
 
@@ -189,7 +189,7 @@ describe('Reconciler', () => {
       fieldManager: MANAGER,
       log: createLogger('warn', { write: () => undefined }),
       now: () => NOW,
-      conflicts: { observe: (k, blockers) => void observed.push([k, ...blockers.map((b) => `${b.kind} ${b.metadata?.namespace}/${b.metadata?.name}`)]) },
+      memory: { conflicts: { observe: (k, blockers) => void observed.push([k, ...blockers.map((b) => `${b.kind} ${b.metadata?.namespace}/${b.metadata?.name}`)]) } },
     });
     const [deployment] = render(SAMPLE_KIND, cr(1)).map((o) => liveChild(o, 'someone-else'));
     deployments.put(deployment as V1Deployment);

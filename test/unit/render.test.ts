@@ -2,7 +2,7 @@ import { describe, expect, test } from '@jest/globals';
 import { Testing } from 'cdk8s';
 import { EchoFlask } from '../../imports/swallowlab.com.js';
 import { Takara } from '../../imports/maho.takara.org.js';
-import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { SAMPLE_KIND } from 'appkind-operator/kinds';
 import { crdObjects } from '../../operator/kinds/crd-yaml.js';
 import { render, type AppResource } from '../../operator/kinds/render.js';
 import { sampleResource } from '../../sample.js';

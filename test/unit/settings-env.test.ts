@@ -1,5 +1,5 @@
 import { describe, expect, test } from '@jest/globals';
-import { kindFromEnv, loadAppKinds, watchNamespaces } from '../../operator/kinds/config.js';
+import { kindFromEnv, loadAppKinds, watchNamespaces } from 'appkind-operator/kinds';
 import { loadSettings, PREFIXED_SETTINGS, withPrefixedSettings } from '../../operator/settings.js';
 
 const WALKTHROUGH = { GROUPNAME: 'swallowlab', VERSION: 'v1alpha1', CRKIND: 'EchoFlask', IMAGENAME: 'takeyan/flask:0.0.3', CLUSTERPORT: '5000', APPNAME: 'echoflask' };

@@ -7,7 +7,7 @@ import { OPERATOR_SETTINGS } from 'cdk8s-appkind/build/operator-settings.js';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { SAMPLE_KIND } from 'appkind-operator/kinds';
 import { loadSettings, OperatorSettings } from '../../operator/settings.js';
 import { USAGE } from '../../operator/flags.js';
 

@@ -2,7 +2,7 @@
 // a CRD that lacks them: what it refuses, and that it admits the boundary values.
 import { describe, expect, it } from '@jest/globals';
 import { AppKind, ServiceType } from 'cdk8s-appkind';
-import { SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { SAMPLE_KIND } from 'appkind-operator/kinds';
 import { AppResource } from '../../operator/kinds/render.js';
 import { specBoundsFailure } from '../../operator/controller/policy.js';
 

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parseAllDocuments } from 'yaml';
-import { kindsFromFile, SAMPLE_KIND } from '../../operator/kinds/config.js';
+import { kindsFromFile, SAMPLE_KIND } from 'appkind-operator/kinds';
 import { render } from '../../operator/kinds/render.js';
 import { sampleResource } from '../../sample.js';
 

@@ -7,7 +7,7 @@ import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readAuditLogFile, type AuditEvent } from './audit.js';
-import { RealNode, type RealNodeInfo } from './real-node.js';
+import { RealNode, type RealNodeInfo } from './node/real-node.js';
 import { resolveBinaries, type Binaries } from './binaries.js';
 import { track, untrack, type Stoppable } from './cleanup.js';
 import { Component, type ComponentName } from './component.js';
@@ -24,15 +24,15 @@ import {
 import { createFakeNodes, fakeNodeCount, fakeNodesReady } from './fake-node.js';
 import { addTokenUser, ADMIN_USER, writeAdminTokenFile, writeAuditPolicy, writeKubeconfig, writeServiceAccountKeys } from './files.js';
 import { writeFrontProxyCerts } from './front-proxy.js';
-import { buildMetricsServer, METRICS_API_SERVICE, METRICS_SERVER_USER, metricsApiAvailable, metricsServerArgs, registerMetricsServer } from './metrics-server.js';
+import { buildMetricsServer, METRICS_API_SERVICE, METRICS_SERVER_USER, metricsApiAvailable, metricsServerArgs, registerMetricsServer } from './node/metrics-server.js';
 import { freePorts } from './ports.js';
 import { answers200, httpGet, waitFor } from './readiness.js';
 import { requestServiceAccountToken, writeServiceAccountKubeconfig } from './serviceaccount.js';
 import { unwatchDir, watchDir } from './watchdog.js';
 
 export type { AuditEvent, AuditObjectRef } from './audit.js';
-export type { RealNodeInfo } from './real-node.js';
-export { RealNodeUnavailableError } from './node-preconditions.js';
+export type { RealNodeInfo } from './node/real-node.js';
+export { RealNodeUnavailableError } from './node/preconditions.js';
 export { killWithThisProcess } from './watchdog.js';
 
 export interface ControlPlaneOptions {

@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { writeOciArchive } from '../../../tools/controlplane/node-images.js';
+import { writeOciArchive } from '../../../tools/controlplane/node/images.js';
 
 const SOURCES = ['go.mod', 'main.go'].map((f) => join(import.meta.dirname, f));
 

@@ -4,7 +4,7 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { GUARD_TABLE, NODE_LINK, POD_BRIDGE } from './node-network.js';
+import { GUARD_TABLE, NODE_LINK, POD_BRIDGE } from './network.js';
 
 export const STATE_DIR = '/run/appkind-realnode';
 const STATE_FILE = join(STATE_DIR, 'state.json');

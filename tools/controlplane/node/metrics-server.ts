@@ -7,9 +7,9 @@ import { execFile } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { RestClient } from 'appkind-operator/runtime';
-import { applyObjects } from './apply.js';
+import { applyObjects } from '../apply.js';
 
-const buildScript = join(dirname(fileURLToPath(import.meta.url)), '..', 'metrics-server', 'build.sh');
+const buildScript = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'metrics-server', 'build.sh');
 
 /** The identity the API server's static token file gives it; RBAC as in metrics-server's own manifest. */
 export const METRICS_SERVER_USER = { name: 'system:metrics-server', groups: [] as string[] };

@@ -2,7 +2,7 @@
 // names every missing piece and how to get it. There is no silent fallback to the kwok node.
 import { spawnSync } from 'node:child_process';
 import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
-import { NODE_BINARIES, type Binaries } from './binaries.js';
+import { NODE_BINARIES, type Binaries } from '../binaries.js';
 
 export const RUNC_CANDIDATES = ['/usr/sbin/runc', '/usr/bin/runc'];
 

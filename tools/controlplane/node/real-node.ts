@@ -6,15 +6,15 @@ import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import type { Binaries } from './binaries.js';
-import { Component, type ComponentName } from './component.js';
+import type { Binaries } from '../binaries.js';
+import { Component, type ComponentName } from '../component.js';
 import { containerdArgs, containerdSocket, writeContainerdConfig } from './containerd.js';
-import { addTokenUser, writeKubeconfig } from './files.js';
+import { addTokenUser, writeKubeconfig } from '../files.js';
 import { leftoverHostState, recordHostState, restoreHost, type HostState } from './host-state.js';
 import { KUBE_PROXY_USER, kubeProxyArgs } from './kube-proxy.js';
 import { KUBELET_USER, NODE_NAME, kubeletArgs, writeKubeletFiles } from './kubelet.js';
-import { Ctr, normalizeImageName, pauseImageName, saveFromPodman, writePauseImage } from './node-images.js';
-import { acquireNodeLock, type NodeLock } from './node-lock.js';
+import { Ctr, normalizeImageName, pauseImageName, saveFromPodman, writePauseImage } from './images.js';
+import { acquireNodeLock, type NodeLock } from './lock.js';
 import {
   createNodeLink,
   currentRoutes,
@@ -23,10 +23,10 @@ import {
   pickNodeNetwork,
   writeCniConfig,
   type NodeNetwork,
-} from './node-network.js';
-import { findRunc, realNodeProblems, RealNodeUnavailableError, snapshotterForThisKernel } from './node-preconditions.js';
-import { freePorts } from './ports.js';
-import { waitFor } from './readiness.js';
+} from './network.js';
+import { findRunc, realNodeProblems, RealNodeUnavailableError, snapshotterForThisKernel } from './preconditions.js';
+import { freePorts } from '../ports.js';
+import { waitFor } from '../readiness.js';
 
 const exec = promisify(execFile);
 const CNI_PLUGINS = ['bridge', 'host-local', 'loopback', 'portmap'] as const;
