@@ -17,7 +17,7 @@ import { needsStorageMigration, storageOf } from '../kinds/crd-change.js';
 import { ApiError } from '../runtime/api-failure.js';
 import { Logger } from '../runtime/log.js';
 import { MERGE_PATCH, RestClient, resourcePath } from '../runtime/rest.js';
-import { sleep } from '../runtime/sleep.js';
+import { abortError, sleep } from '../runtime/sleep.js';
 
 /** How far a migration got: CRs of `version` written back, of `total` found when it started (AppKind status.migration). */
 export interface MigrationProgress {
@@ -39,6 +39,8 @@ export interface StorageMigrationOptions {
   readonly settleTimeoutMs?: number;
   /** CRs per list page. @default 500 */
   readonly pageSize?: number;
+  /** Stops the migration (the operator stops or loses its lead): no CR is written after it fires, and migrate() rejects. */
+  readonly signal?: AbortSignal;
 }
 
 /** A CRD's path on the API server. */
@@ -102,8 +104,10 @@ export class StorageMigration {
     report();
     this.opts.log?.info('storage migration started', { crd: crdName, version, from: storageOf(crd).stored, total });
     let index = 0;
+    const { signal } = this.opts;
     const worker = async () => {
       while (index < items.length) {
+        if (signal?.aborted) throw abortError(signal);
         const cr = items[index++]!;
         await this.writeBack({ ...cr, apiVersion, kind: names.kind }, names.plural);
         migrated++;
@@ -111,6 +115,7 @@ export class StorageMigration {
       }
     };
     await Promise.all(Array.from({ length: Math.min(this.opts.concurrency ?? 4, Math.max(1, total)) }, worker));
+    if (signal?.aborted) throw abortError(signal);
 
     await this.recordStoredVersion(crdName, version);
     report();

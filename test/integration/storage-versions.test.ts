@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { CHILD_SELECTOR } from '../../operator/controller/reconcile.js';
-import { MigrationProgress, StorageMigration } from '../../operator/controller/storage-migration.js';
+import { MigrationProgress, StorageMigration, storageVersionHash } from '../../operator/controller/storage-migration.js';
 import { crdObjects, refusedCrdChange } from 'appkind-operator/kinds';
 import { RestClient } from '../../operator/runtime/rest.js';
 import { crObject, eventually, readSharedAuditLog, sharedCluster } from './cluster.js';
@@ -169,7 +169,14 @@ describe('v1alpha1 to v1: 200 CRs migrated, v1alpha1 retired', () => {
       .toEqual([expect.stringMatching(/^versions: cannot stop serving v1alpha1 while CRD/)]);
   }, 120_000);
 
-  test('the migration writes every CR back at v1 and leaves status.storedVersions [v1]; specs and generations unchanged', async () => {
+  test('the migration, cut short and started again, writes every CR back at v1 and leaves status.storedVersions [v1]; specs and generations unchanged', async () => {
+    // Cut short after some CRs (as by a restart of the operator): status.storedVersions still says v1alpha1.
+    const stop = new AbortController();
+    const cut = new StorageMigration(rest, { signal: stop.signal, onProgress: (p) => p.migrated >= CRS / 4 && stop.abort(new Error('stopped')) });
+    await expect(cut.migrate(crdName)).rejects.toThrow('stopped');
+    expect((await readCrd()).status?.storedVersions).toEqual(['v1alpha1', 'v1']);
+
+    // Started again from the CRD alone: every CR written back (the moved ones again, at no cost), then storedVersions [v1].
     const reported: MigrationProgress[] = [];
     const result = await new StorageMigration(rest, { onProgress: (p) => reported.push(p) }).migrate(crdName);
     expect(result).toEqual({ state: 'Done', progress: { version: 'v1', migrated: CRS, total: CRS } });
@@ -177,6 +184,9 @@ describe('v1alpha1 to v1: 200 CRs migrated, v1alpha1 retired', () => {
     expect(reported.at(-1)).toEqual({ version: 'v1', migrated: CRS, total: CRS });
     for (let i = 1; i < reported.length; i++) expect(reported[i]!.migrated).toBeGreaterThanOrEqual(reported[i - 1]!.migrated);
     expect((await readCrd()).status?.storedVersions).toEqual(['v1']);
+    // What the migration waited for: discovery's hash of the storage version is the one storageVersionHash() computes.
+    const discovery = await rest.request<{ resources: { name: string; storageVersionHash?: string }[] }>('GET', `/apis/${base.group}/v1`);
+    expect(discovery.resources.find((r) => r.name === base.plural)?.storageVersionHash).toBe(storageVersionHash(base.group, 'v1', base.kind));
     // Decided from the CRD: run again (as after a restart), there is nothing left to move.
     expect(await new StorageMigration(rest).migrate(crdName)).toEqual({ state: 'NotNeeded' });
 
@@ -216,8 +226,8 @@ describe('v1alpha1 to v1: 200 CRs migrated, v1alpha1 retired', () => {
 
   test('v1alpha1 not served, then removed: no child written, every CR still there with its spec, storedVersions [v1]', async () => {
     // kube-controller-manager's garbage collector reads discovery every 30 s and watches each kind at
-    // its preferred version: v1alpha1 retired before it moved its watch to v1 would leave it watching
-    // nothing, and a CR deleted then would keep its children. Its list or watch of v1 shows it moved.
+    // its preferred version: with v1alpha1 retired before it moved its watch to v1, the CR deleted in
+    // the next test kept its children past two minutes. Its list or watch of v1 shows it moved.
     await eventually('the garbage collector watches migrants at v1', async () => (await readSharedAuditLog()).some((e) =>
       e.userAgent?.includes('kube-controller-manager') && ['list', 'watch'].includes(e.verb) &&
       e.requestURI.startsWith(`/apis/${base.group}/v1/${base.plural}`) && e.stageTimestamp > migrationStart), 120_000);
