@@ -160,7 +160,15 @@ export class StorageMigration {
         // Deleted meanwhile: nothing of it is stored any more.
         if (e instanceof ApiError && e.code === 404) return;
         // Someone wrote it meanwhile, which stored it at the storage version already; write what is there now, to be sure.
-        if (!(e instanceof ApiError && e.code === 409) || attempt >= 5) throw e;
+        if (!(e instanceof ApiError && e.code === 409) || attempt >= 5) {
+          // Named, so that a CR the API server refuses (a webhook, a rule that does not ratchet) can be found and fixed.
+          throw new Error(
+            `${cr.kind} ${cr.metadata.namespace}/${cr.metadata.name} not written back at ${cr.apiVersion}: ${(e as Error).message}`,
+            {
+              cause: e,
+            },
+          );
+        }
       }
       current = await this.rest.request<StoredResource>('GET', path).catch((e: unknown) => {
         if (e instanceof ApiError && e.code === 404) return undefined;
