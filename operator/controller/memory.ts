@@ -12,8 +12,8 @@
 //   cache, so its deletion is watched by name while it blocks one (conflict-wait.test.ts).
 // - NodePort waits (NodePortWaits): a Service not ours holding a CR's NodePort is in no cache either,
 //   so every Service is watched while some CR waits for a port (nodeport-wait.test.ts).
-// The reconciler reads and writes them all, through ReconcilerFacts; the event handlers get a view
-// (MemoryView) that tells the facts what they watched and reads only whether a status write was ours.
+// The reconciler reads and writes the first three (ReconcilerFacts); the watches' observe hooks tell
+// the facts what was watched (MemoryObserver); the event mappings get a read-only view (MemoryView).
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { WatchContext } from '../runtime/controller.js';
 import { ConflictTracker, ConflictWatches } from './conflicts.js';
@@ -28,10 +28,14 @@ export interface ReconcilerFacts {
   readonly conflicts?: ConflictTracker;
 }
 
-/** What the event handlers may do with the reconciler's memory. */
+/** What the event mappings read of the reconciler's memory. */
 export interface MemoryView {
   /** Whether the CR `key` at `resourceVersion` is our own status write, watched back. */
   isOwnStatusWrite(key: string, resourceVersion: string | undefined): boolean;
+}
+
+/** What the watches tell the reconciler's memory, each event before any mapping sees it. */
+export interface MemoryObserver {
   /** The CR `key` (of `uid`) was deleted: nothing of it to remember. */
   crDeleted(key: string, uid: string | undefined): void;
   /** A watch event of a child of `kind` (delete: `deleted`). */
@@ -42,9 +46,10 @@ export interface MemoryView {
 
 /**
  * The four facts. The conflict and NodePort watches are built here and registered with the
- * controller (watchesWhile), which starts and stops them; the reconciler reaches all four here.
+ * controller (watchesWhile), which starts and stops them; the reconciler reaches three of the facts
+ * here (ReconcilerFacts), and the CR watch tells the NodePort waits which CRs wait (MemoryObserver).
  */
-export class ReconcilerMemory implements ReconcilerFacts, MemoryView {
+export class ReconcilerMemory implements ReconcilerFacts, MemoryView, MemoryObserver {
   readonly ownStatusWrites = new OwnStatusWrites();
   readonly deletedChildren = new DeletedChildren();
   private conflictWatches?: ConflictWatches;
@@ -88,8 +93,8 @@ export class ReconcilerMemory implements ReconcilerFacts, MemoryView {
     this.portWaits.observe(key, waits);
   }
 
-  /** The view the event handlers get. */
+  /** The read-only view the event mappings get. */
   get view(): MemoryView {
-    return this;
+    return { isOwnStatusWrite: (key, resourceVersion) => this.isOwnStatusWrite(key, resourceVersion) };
   }
 }

@@ -5,7 +5,7 @@ import { beforeEach, describe, expect, test } from '@jest/globals';
 import { KubernetesObject, V1Deployment, V1NetworkPolicy, V1Pod, V1PodDisruptionBudget, V1ReplicaSet, V1Service } from '@kubernetes/client-node';
 import { SAMPLE_KIND } from 'appkind-operator/kinds';
 import { render } from '../../operator/kinds/render.js';
-import { CachedResource, Reconciler, ReconcileError } from '../../operator/controller/reconcile.js';
+import { CachedResource, Reconciler, ReconcileError, ReconcilerDeps } from '../../operator/controller/reconcile.js';
 import { OwnStatusWrites } from '../../operator/controller/own-status-writes.js';
 import { CacheReader, OWNER_INDEX, ownerIndex } from '../../operator/runtime/cache.js';
 import { createLogger } from '../../operator/runtime/log.js';
@@ -101,7 +101,16 @@ describe('Reconciler', () => {
     client = new RecordingClient();
     events = [];
     logLines = [];
-    reconciler = new Reconciler({
+    reconciler = reconcilerWith({
+      events: { record: async (_obj, _type, reason, message) => void events.push({ reason, message }) },
+      log: createLogger('debug', { write: (line) => logLines.push(line) }),
+      memory: { ownStatusWrites: new OwnStatusWrites() },
+    });
+  });
+
+  /** A Reconciler over this test's caches and client; `deps` gives what differs. */
+  const reconcilerWith = (deps: Pick<ReconcilerDeps, 'events' | 'log' | 'memory'>) =>
+    new Reconciler({
       kinds: new Map([[SAMPLE_KIND.kind, SAMPLE_KIND]]),
       crs: new Map([[SAMPLE_KIND.kind, crs]]),
       deployments,
@@ -111,13 +120,10 @@ describe('Reconciler', () => {
       pods,
       replicaSets: new MemoryCache<V1ReplicaSet>({ [OWNER_INDEX]: ownerIndex }),
       rest: client,
-      events: { record: async (_obj, _type, reason, message) => void events.push({ reason, message }) },
       fieldManager: MANAGER,
-      log: createLogger('debug', { write: (line) => logLines.push(line) }),
       now: () => NOW,
-      memory: { ownStatusWrites: new OwnStatusWrites() },
+      ...deps,
     });
-  });
 
   test('a new CR: both children created create-only, owned by the CR, then one status write with the NodePort', async () => {
     crs.put(cr(3));
@@ -175,20 +181,9 @@ describe('Reconciler', () => {
 
   test('the objects blocking a CR are told to the conflict tracker at each reconcile, none once it is not blocked', async () => {
     const observed: string[][] = [];
-    const tracked = new Reconciler({
-      kinds: new Map([[SAMPLE_KIND.kind, SAMPLE_KIND]]),
-      crs: new Map([[SAMPLE_KIND.kind, crs]]),
-      deployments,
-      services,
-      podDisruptionBudgets: new MemoryCache<V1PodDisruptionBudget>({ [OWNER_INDEX]: ownerIndex }),
-      networkPolicies: new MemoryCache<V1NetworkPolicy>({ [OWNER_INDEX]: ownerIndex }),
-      pods,
-      replicaSets: new MemoryCache<V1ReplicaSet>({ [OWNER_INDEX]: ownerIndex }),
-      rest: client,
+    const tracked = reconcilerWith({
       events: { record: async () => undefined },
-      fieldManager: MANAGER,
       log: createLogger('warn', { write: () => undefined }),
-      now: () => NOW,
       memory: { conflicts: { observe: (k, blockers) => void observed.push([k, ...blockers.map((b) => `${b.kind} ${b.metadata?.namespace}/${b.metadata?.name}`)]) } },
     });
     const [deployment] = render(SAMPLE_KIND, cr(1)).map((o) => liveChild(o, 'someone-else'));
