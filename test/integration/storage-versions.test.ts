@@ -34,13 +34,11 @@ const base: AppKind = {
   // No NodePort per CR: 200 of them would take a good part of the range the other test files share.
   serviceType: 'ClusterIP' as AppKind['serviceType'],
 };
-const both = (version: 'v1alpha1' | 'v1', storage: 'v1alpha1' | 'v1', alphaServed = true): AppKind => ({
+/** The kind with v1 added as its storage version; the operator reads CRs at `version`. */
+const both = (version: 'v1alpha1' | 'v1', alphaServed = true): AppKind => ({
   ...base,
   version,
-  versions: [
-    { name: 'v1alpha1', served: alphaServed, storage: storage === 'v1alpha1' },
-    { name: 'v1', storage: storage === 'v1' },
-  ],
+  versions: [{ name: 'v1alpha1', served: alphaServed }, { name: 'v1', storage: true }],
 });
 const crdName = AppKindCrd.nameOf(base);
 const crdPath = `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crdName}`;
@@ -152,7 +150,7 @@ describe('v1alpha1 to v1: 200 CRs migrated, v1alpha1 retired', () => {
 
   test('v1 added as the storage version; retiring v1alpha1 before the migration is refused, saying why', async () => {
     migrationStart = new Date().toISOString();
-    const next = both('v1alpha1', 'v1');
+    const next = both('v1alpha1');
     const desired = crdObjects([next])[0] as unknown as V1CustomResourceDefinition;
     expect(refusedCrdChange(await readCrd(), desired)).toEqual([]);
     await installCrds(kc, [next]);
@@ -165,7 +163,7 @@ describe('v1alpha1 to v1: 200 CRs migrated, v1alpha1 retired', () => {
     expect(refusedCrdChange(await readCrd(), retired)).toEqual([
       `versions: cannot remove v1alpha1 while CRD ${crdName} has it in status.storedVersions (CRs may be stored at it); keep it listed and served until the storage migration to v1 has finished (status.storedVersions [v1]), then retire v1alpha1`,
     ]);
-    expect(refusedCrdChange(await readCrd(), crdObjects([both('v1', 'v1', false)])[0] as unknown as V1CustomResourceDefinition))
+    expect(refusedCrdChange(await readCrd(), crdObjects([both('v1', false)])[0] as unknown as V1CustomResourceDefinition))
       .toEqual([expect.stringMatching(/^versions: cannot stop serving v1alpha1 while CRD/)]);
   }, 120_000);
 
@@ -205,7 +203,7 @@ describe('v1alpha1 to v1: 200 CRs migrated, v1alpha1 retired', () => {
 
   test('the kind reads CRs at v1: each child written for its owner reference alone; nothing rolls', async () => {
     const since = new Date().toISOString();
-    writeKinds(both('v1', 'v1'));
+    writeKinds(both('v1'));
     await eventually('every child names its owner at v1', async () => {
       const now = await children();
       return now.size === 2 * CRS && [...now.values()].every((c) => c.owner?.apiVersion === `${base.group}/v1`);
@@ -232,7 +230,7 @@ describe('v1alpha1 to v1: 200 CRs migrated, v1alpha1 retired', () => {
       e.userAgent?.includes('kube-controller-manager') && ['list', 'watch'].includes(e.verb) &&
       e.requestURI.startsWith(`/apis/${base.group}/v1/${base.plural}`) && e.stageTimestamp > migrationStart), 120_000);
     const since = new Date().toISOString();
-    for (const next of [both('v1', 'v1', false), { ...base, version: 'v1', versions: [{ name: 'v1', storage: true }] }]) {
+    for (const next of [both('v1', false), { ...base, version: 'v1', versions: [{ name: 'v1', storage: true }] }]) {
       const desired = crdObjects([next])[0] as unknown as V1CustomResourceDefinition;
       expect(refusedCrdChange(await readCrd(), desired)).toEqual([]);
       await installCrds(kc, [next]);
