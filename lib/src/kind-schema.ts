@@ -173,6 +173,21 @@ export const KIND_PROPERTIES: Record<string, Schema> = {
   group: str('API group, a DNS subdomain with a dot, e.g. swallowlab.com.'),
   version: str('API version, e.g. v1alpha1.', { pattern: '^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$' }),
   kind: str('Kind, UpperCamelCase, e.g. EchoFlask.', { pattern: '^[A-Z][A-Za-z0-9]{0,62}$' }),
+  versions: {
+    type: 'array',
+    description:
+      'Every version of the API, one schema for all: several served, exactly one the storage version; version must be one of them, served. Defaults to version alone.',
+    minItems: 1,
+    items: obj(
+      'One version of the API.',
+      {
+        name: str('Version, e.g. v1.', { pattern: '^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$' }),
+        served: bool('Served by the API server; defaults to true.'),
+        storage: bool('CRs are stored at it; exactly one version is. Defaults to false.'),
+      },
+      ['name'],
+    ),
+  },
   plural: str('Plural resource name; defaults to the kind in lower case + s.'),
   image: str('Container image of every CR unless it sets spec.image.'),
   port: int('Container and Service port.', 1, 65535),

@@ -30,6 +30,7 @@ describe('schema/appkinds.schema.json (what an editor checks)', () => {
       serviceAccountName: 'sa', automountServiceAccountToken: true, serviceType: 'ClusterIP', overrides: { args: true },
       runAsGroup: 1000, portName: 'tcp-a', appProtocol: 'tcp', imagePullPolicy: 'Always', podDisruptionBudget: { minAvailable: '50%' },
       networkPolicy: { from: [{ podSelector: { matchLabels: { a: 'b' } } }] }, topologySpreadConstraints: [{ topologyKey: 'zone' }], podAntiAffinity: {},
+      versions: [{ name: 'v1', storage: true }, { name: 'v1beta1', served: false }],
     };
     expect(Object.keys(everything).sort()).toEqual(Object.keys(KIND_PROPERTIES).sort());
     expect(editorCheck({ kinds: [everything] })).toBe(true);
@@ -44,6 +45,8 @@ describe('schema/appkinds.schema.json (what an editor checks)', () => {
     ['a mount without a path', { ...kind, volumeMounts: [{ name: 'v' }] }],
     ['an unknown override', { ...kind, overrides: { securityContext: true } }],
     ['a bad service type', { ...kind, serviceType: 'LoadBalancer' }],
+    ['a version without a name', { ...kind, versions: [{ served: true, storage: true }] }],
+    ['a version name that is not a Kubernetes version', { ...kind, versions: [{ name: 'one', storage: true }] }],
     ['a missing port', { group: 'a.example.com', version: 'v1', kind: 'A', image: 'a:1' }],
   ])('refuses %s, as the operator does', (_what, bad) => {
     expect(editorCheck({ kinds: [bad] })).toBe(false);
