@@ -13,7 +13,7 @@ import type { AppKindResource } from '../../operator/appkinds/types.js';
 import { RestClient } from '../../operator/runtime/rest.js';
 import { applyManifests } from '../../tools/controlplane/apply.js';
 import { crObject, eventually, sharedCluster } from './cluster.js';
-import { OPERATOR_SA, OperatorProcess, operatorWritesSince, prepareOperatorNamespace } from './operator-process.js';
+import { installAppKindRights, OperatorProcess, operatorWritesSince, prepareOperatorNamespace } from './operator-process.js';
 
 const exec = promisify(execFile);
 const FIELD_MANAGER = 'kubectl-client-side-apply';
@@ -62,28 +62,9 @@ beforeAll(async () => {
   group = `${ns}.appkind-test.com`;
   const chart = new Chart(new App(), 'api');
   new AppKindApiCrd(chart, 'api');
-  const crb = {
-    apiVersion: 'rbac.authorization.k8s.io/v1',
-    kind: 'ClusterRoleBinding',
-    metadata: { name: `appkind-api-test-${ns}` },
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'appkind-operator-appkinds' },
-    subjects: [{ kind: 'ServiceAccount', name: OPERATOR_SA, namespace: ns }],
-  };
-  // The CRs of the kinds AppKinds declare here: the bundle grants only the kinds it was given.
-  const crRole = {
-    apiVersion: 'rbac.authorization.k8s.io/v1',
-    kind: 'Role',
-    metadata: { name: 'appkind-test-crs', namespace: ns },
-    rules: [{ apiGroups: [group, SAMPLE_KIND.group], resources: ['*'], verbs: ['get', 'list', 'watch', 'patch'] }],
-  };
-  const crRoleBinding = {
-    apiVersion: 'rbac.authorization.k8s.io/v1',
-    kind: 'RoleBinding',
-    metadata: { name: 'appkind-test-crs', namespace: ns },
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'appkind-test-crs' },
-    subjects: [{ kind: 'ServiceAccount', name: OPERATOR_SA, namespace: ns }],
-  };
-  await applyManifests(prepared.kc, [...(chart.toJson() as KubernetesObject[]), crb, crRole, crRoleBinding]);
+  // The operator makes CRDs for AppKinds in these groups (the leash), and may read and migrate their CRs.
+  await installAppKindRights(prepared.kc, [SAMPLE_KIND], ns, [group, SAMPLE_KIND.group]);
+  await applyManifests(prepared.kc, chart.toJson() as KubernetesObject[]);
   operator = await OperatorProcess.start(ns, {});
   await operator.waitForLog((l) => l.msg === 'appkind caches synced', 60_000);
 });

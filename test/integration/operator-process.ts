@@ -64,6 +64,33 @@ export async function installOperatorIdentity(kc: KubeConfig, kinds: AppKind[], 
   await applyManifests(kc, objects);
 }
 
+/**
+ * The bundle's rights for kinds that AppKinds declare in `kindGroups`, for the operator serving
+ * `namespace`: its Role again (the groups' CRs: read, status, and update for storage migrations), and
+ * its -crds and -appkinds ClusterRoles copied under names of the namespace and bound to its
+ * ServiceAccount (the bundle's own names are shared by every test file on the cluster).
+ */
+export async function installAppKindRights(kc: KubeConfig, kinds: AppKind[], namespace: string, kindGroups: string[]): Promise<void> {
+  const chart = new Chart(new App(), 'bundle');
+  new OperatorBundle(chart, 'op', { kinds, namespace, createNamespace: false, crds: false, watchNamespaces: [namespace], admissionPolicy: false, kindGroups });
+  const objects = chart.toJson() as KubernetesObject[];
+  const roles = objects.filter((o) => (o.kind === 'Role' || o.kind === 'RoleBinding') && o.metadata?.namespace === namespace);
+  const clusterRoles = objects.filter((o) => o.kind === 'ClusterRole' && /-(crds|appkinds)$/.test(o.metadata!.name!)).flatMap((role) => {
+    const name = `${namespace}-${role.metadata!.name!}`;
+    return [
+      { ...role, metadata: { ...role.metadata, name } },
+      {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'ClusterRoleBinding',
+        metadata: { name },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
+        subjects: [{ kind: 'ServiceAccount', name: OPERATOR_SA, namespace }],
+      },
+    ];
+  });
+  await applyManifests(kc, [...roles, ...clusterRoles]);
+}
+
 /** The admin's clients and a namespace an operator may serve. */
 export interface OperatorNamespace {
   readonly kc: KubeConfig;
