@@ -65,17 +65,18 @@ export async function installOperatorIdentity(kc: KubeConfig, kinds: AppKind[], 
 }
 
 /**
- * The bundle's rights for kinds that AppKinds declare in `kindGroups`, for the operator serving
- * `namespace`: its Role again (the groups' CRs: read, status, and update for storage migrations), and
- * its -crds and -appkinds ClusterRoles copied under names of the namespace and bound to its
- * ServiceAccount (the bundle's own names are shared by every test file on the cluster).
+ * The rights of a cluster-wide install whose AppKinds may declare kinds in `kindGroups`, for the
+ * operator of `namespace` (it still watches that namespace alone): CRDs in those groups, AppKinds, and
+ * the groups' CRs in every namespace (a storage migration lists and writes back all of them). The
+ * bundle's ClusterRoles are copied under names of the namespace and bound to its ServiceAccount, since
+ * the bundle's own names are shared by every test file on the cluster.
  */
 export async function installAppKindRights(kc: KubeConfig, kinds: AppKind[], namespace: string, kindGroups: string[]): Promise<void> {
   const chart = new Chart(new App(), 'bundle');
-  new OperatorBundle(chart, 'op', { kinds, namespace, createNamespace: false, crds: false, watchNamespaces: [namespace], admissionPolicy: false, kindGroups });
-  const objects = chart.toJson() as KubernetesObject[];
-  const roles = objects.filter((o) => (o.kind === 'Role' || o.kind === 'RoleBinding') && o.metadata?.namespace === namespace);
-  const clusterRoles = objects.filter((o) => o.kind === 'ClusterRole' && /-(crds|appkinds)$/.test(o.metadata!.name!)).flatMap((role) => {
+  new OperatorBundle(chart, 'op', { kinds, namespace, createNamespace: false, crds: false, admissionPolicy: false, kindGroups });
+  const objects = chart.toJson() as (KubernetesObject & { roleRef?: { name: string } })[];
+  const bound = new Set(objects.filter((o) => o.kind === 'ClusterRoleBinding').map((b) => b.roleRef!.name));
+  const copies = objects.filter((o) => o.kind === 'ClusterRole' && bound.has(o.metadata!.name!)).flatMap((role) => {
     const name = `${namespace}-${role.metadata!.name!}`;
     return [
       { ...role, metadata: { ...role.metadata, name } },
@@ -88,7 +89,7 @@ export async function installAppKindRights(kc: KubeConfig, kinds: AppKind[], nam
       },
     ];
   });
-  await applyManifests(kc, [...roles, ...clusterRoles]);
+  await applyManifests(kc, copies);
 }
 
 /** The admin's clients and a namespace an operator may serve. */
