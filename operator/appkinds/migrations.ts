@@ -2,8 +2,7 @@
 // when its AppKind is deleted or the process stops. Progress is kept here for status.migration, and the
 // AppKind is queued to write it at the start, at most every few seconds, and at the end: never per CR.
 import type { Logger } from '../runtime/log.js';
-import type { RestClient } from '../runtime/rest.js';
-import { MigrationProgress, StorageMigration } from '../controller/storage-migration.js';
+import type { MigrationProgress, MigrationResult, StorageMigrationOptions } from '../controller/storage-migration.js';
 
 /** Where the migration of one CRD stands. */
 export interface MigrationState {
@@ -18,7 +17,8 @@ export interface MigrationState {
 }
 
 export interface StorageMigrationsOptions {
-  readonly rest: RestClient;
+  /** Migrates one CRD: a StorageMigration's migrate(). */
+  readonly migrate: (crd: string, opts: StorageMigrationOptions) => Promise<MigrationResult>;
   /** The AppKind's status should show the migration's news: queue its reconcile. */
   readonly changed: (appKind: string) => void;
   /** Least time between two progress notices of one migration. @default 2000 */
@@ -98,8 +98,7 @@ export class StorageMigrations {
     const stop = new AbortController();
     run.stop = stop;
     run.running = true;
-    const migration = new StorageMigration(this.opts.rest, { signal: stop.signal, log, onProgress: (p) => this.progressed(run, p) });
-    run.done = migration.migrate(crd).then(
+    run.done = this.opts.migrate(crd, { signal: stop.signal, log, onProgress: (p) => this.progressed(run, p) }).then(
       (result) => {
         run.running = false;
         run.failure = undefined;

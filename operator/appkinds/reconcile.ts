@@ -176,10 +176,13 @@ export class AppKindReconciler {
     let current = live;
     if (!applied(plan, live)) {
       // The cache holds CRDs without their schemas: the check reads the live one, only when it would change.
-      const problems = live ? refusedCrdChange(await this.readCrd(crdName), plan.crd) : [];
+      const full = live && (await this.readCrd(crdName));
+      const problems = full ? refusedCrdChange(full, plan.crd) : [];
       if (problems.length > 0) {
+        // CRs still moving to the storage version keep moving: once they have, this spec is accepted without another edit.
+        const moving = needsStorageMigration(full!) ? this.deps.migrations?.ensure(name, crdName, log) : undefined;
         const reason = problems[0]!.startsWith('versions:') ? AppKindReason.VERSION_STILL_STORED : AppKindReason.FIELD_REMOVED;
-        return this.refuse(ak, reason, `AppKind ${name}: ${problems.join('; ')}${this.stillServing(name)}`, log);
+        return this.refuse(ak, reason, `AppKind ${name}: ${problems.join('; ')}${this.stillServing(name)}`, log, moving?.progress);
       }
       try {
         current = await this.deps.rest.apply(plan.crd, this.deps.fieldManager);
@@ -324,12 +327,17 @@ export class AppKindReconciler {
     return served ? ` (still serving ${served.kind}.${served.group}/${served.version} as before)` : '';
   }
 
-  /** Ready=False with the reason; what is served does not change. */
-  private async refuse(ak: AppKindResource, reason: string, message: string, log: Logger): Promise<void> {
+  /** Ready=False with the reason; what is served does not change (a migration under way goes on and reports). */
+  private async refuse(ak: AppKindResource, reason: string, message: string, log: Logger, migration?: AppKindMigration): Promise<void> {
     log.warn('appkind refused', { reason, message });
     await this.writeStatus(
       ak,
-      { ...ak.status, observedGeneration: ak.metadata?.generation, conditions: this.conditions(ak, 'False', reason, message) },
+      {
+        ...ak.status,
+        observedGeneration: ak.metadata?.generation,
+        conditions: this.conditions(ak, 'False', reason, message),
+        ...(migration ? { migration } : {}),
+      },
       log,
     );
   }

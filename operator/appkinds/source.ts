@@ -13,6 +13,7 @@ import { resourcePath, RestClient } from '../runtime/rest.js';
 import type { KindSources } from '../controller/kind-sources.js';
 import { AppKindReconciler } from './reconcile.js';
 import type { CrdPlanner } from './crd-plan.js';
+import { StorageMigration } from '../controller/storage-migration.js';
 import { StorageMigrations } from './migrations.js';
 import type { AppKindResource } from './types.js';
 
@@ -74,7 +75,10 @@ export class AppKindSource {
   constructor(private readonly opts: AppKindSourceOptions) {
     const { rest, log, fieldManager } = opts;
     // A migration's news queue its AppKind, whose reconcile writes status.migration.
-    this.migrations = new StorageMigrations({ rest, changed: (name) => this.queue.add(name) });
+    this.migrations = new StorageMigrations({
+      migrate: (crd, options) => new StorageMigration(rest, options).migrate(crd),
+      changed: (name) => this.queue.add(name),
+    });
     this.reconciler = new AppKindReconciler({
       rest,
       events: new EventRecorder(rest, fieldManager, log),

@@ -239,6 +239,7 @@ describe('versions of an AppKind: its kind moved from v1alpha1 to v1 with kubect
   });
 
   test('v1 added as the storage version: status.migration reaches the total, storedVersions [v1]; every CR keeps its spec and generation; no Deployment rolls', async () => {
+    const since = new Date().toISOString();
     await kubectlApply(appKind(name(), spec(both)));
     let last: AppKindResource | undefined;
     await eventually(`AppKind ${name()} reports the migration done (last: ${JSON.stringify(last?.status)})`, async () => {
@@ -249,6 +250,13 @@ describe('versions of an AppKind: its kind moved from v1alpha1 to v1 with kubect
     expect(ready(last)!.message).toContain('every CR is stored at v1 (status.storedVersions [v1]): v1alpha1 may be retired');
     expect(ready(last)!.message).toContain("once kube-controller-manager's garbage collector has moved its watches off them");
     expect((await getCrd(name()))!.status?.storedVersions).toEqual(['v1']);
+    expect(operator.logs.filter((l) => l.msg === 'storage migration finished' && l.crd === name())).toEqual([
+      expect.objectContaining({ version: 'v1', migrated: CRS, total: CRS }),
+    ]);
+    // Progress is written now and then, not per CR.
+    const statusWrites = (await operatorWritesSince(ns, since)).filter((w) => w.includes(`/appkinds/${name()}/status`));
+    expect(statusWrites.length).toBeGreaterThan(0);
+    expect(statusWrites.length).toBeLessThan(CRS);
 
     const crs = await listCrs('v1');
     expect(crs.length).toBe(CRS);
