@@ -276,9 +276,9 @@ export class AppKindReconciler {
     const migration = state?.progress ?? ak.status?.migration;
     const others = (crd.spec.versions ?? []).map((v) => v.name).filter((v) => v !== storage);
     if (needed && state?.failure) {
-      const wait = state.retryInMs !== undefined ? `tried again in ${Math.ceil(state.retryInMs / 1000)} s` : 'tried again';
+      // No countdown in the message: a message that changed at each reconcile would be a status write and an Event each time.
       return {
-        note: `, but moving its stored CRs to ${storage} failed (${wait}): ${state.failure}; until it succeeds status.storedVersions keeps ${stored.join(', ')} and no version may be retired`,
+        note: `, but moving its stored CRs to ${storage} failed (it is tried again, after a wait that doubles up to 5 minutes): ${state.failure}; until it succeeds status.storedVersions keeps ${stored.join(', ')} and no version may be retired`,
         failed: true,
         migration,
         retryInMs: state.retryInMs,
@@ -288,7 +288,8 @@ export class AppKindReconciler {
       const from = stored.filter((v) => v !== storage).join(', ');
       return { note: `; moving the CRs stored at ${from} to ${storage} (status.migration shows how far)`, failed: false, migration };
     }
-    if (others.length === 0) return { note: '', failed: false, migration };
+    // Retiring is news only after CRs moved to this storage version (not when a version was merely added beside it).
+    if (others.length === 0 || migration?.version !== storage) return { note: '', failed: false, migration };
     const first = kind.version !== storage ? `set spec.version to ${storage} (the children's owner references move to it), then ` : '';
     return {
       note:

@@ -250,6 +250,9 @@ describe('versions of an AppKind: its kind moved from v1alpha1 to v1 with kubect
     expect(ready(last)!.message).toContain('every CR is stored at v1 (status.storedVersions [v1]): v1alpha1 may be retired');
     expect(ready(last)!.message).toContain("once kube-controller-manager's garbage collector has moved its watches off them");
     expect((await getCrd(name()))!.status?.storedVersions).toEqual(['v1']);
+    // As docs/configuration.md shows it.
+    expect(await kubectl(undefined, 'get', 'appkinds', name(), '-o', 'jsonpath={.status.migration}{" "}{.status.storedVersions}{"\\n"}'))
+      .toBe(`{"migrated":${CRS},"total":${CRS},"version":"v1"} ["v1"]\n`);
     expect(operator.logs.filter((l) => l.msg === 'storage migration finished' && l.crd === name())).toEqual([
       expect.objectContaining({ version: 'v1', migrated: CRS, total: CRS }),
     ]);
@@ -294,4 +297,31 @@ describe('versions of an AppKind: its kind moved from v1alpha1 to v1 with kubect
     const row = (await kubectl(undefined, 'get', 'appkinds', name())).trim().split('\n')[1]!.trim().split(/\s+/);
     expect(row.slice(3, 5)).toEqual(['["v1"]', 'v1']);
   });
+
+  test('a migration the API server refuses (no update on the CRs) is Ready=False StorageMigrationFailed naming the CR; once granted, it is tried again and finishes', async () => {
+    const roGroup = `ro-${ns}.example.com`;
+    const frozen: AppKind = { group: roGroup, version: 'v1alpha1', kind: 'Frozen', plural: 'frozens', image: 'takeyan/flask:0.0.3', port: 5000, appName: 'frozen' };
+    const akName = AppKindCrd.nameOf(frozen);
+    const akSpec = { group: roGroup, kind: 'Frozen', plural: 'frozens', appName: 'frozen', serviceType: 'ClusterIP', deletionPolicy: 'Delete' };
+    // The kind's CRs readable, not writable: what a migration needs missing (the -crds rules still cover its CRD).
+    const rights = (verbs: string[]) => [
+      { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: `${ns}-frozens` }, rules: [{ apiGroups: [roGroup], resources: ['frozens'], verbs }, { apiGroups: [roGroup], resources: ['frozens/status'], verbs: ['patch'] }] },
+      { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: `${ns}-frozens` }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: `${ns}-frozens` }, subjects: [{ kind: 'ServiceAccount', name: 'appkind-operator', namespace: ns }] },
+    ];
+    await applyManifests(sharedCluster().kubeConfig, rights(['get', 'list', 'watch']));
+    await kubectlApply(appKind(akName, akSpec));
+    await readyOf(akName, 'True', 'Serving');
+    await rest.apply(crObject(frozen, ns, 'frozen-1', { size: 0 }), FIELD_MANAGER);
+
+    await kubectlApply(appKind(akName, { ...akSpec, ...both }));
+    const failed = await readyOf(akName, 'False', 'StorageMigrationFailed');
+    expect(ready(failed)!.message).toContain(`serving Frozen.${roGroup}/v1 from CRD ${akName}, but moving its stored CRs to v1 failed`);
+    expect(ready(failed)!.message).toContain(`Frozen ${ns}/frozen-1 not written back at ${roGroup}/v1`);
+    expect(failed.status?.storedVersions).toEqual(['v1alpha1', 'v1']);
+
+    await applyManifests(sharedCluster().kubeConfig, rights(['get', 'list', 'watch', 'update']));
+    const done = await readyOf(akName, 'True', 'Serving');
+    expect(done.status).toMatchObject({ storedVersions: ['v1'], migration: { version: 'v1', migrated: 1, total: 1 } });
+    await kubectl(undefined, 'delete', 'appkinds', akName, '--wait=true', '--timeout=60s');
+  }, 150_000);
 });
