@@ -29,7 +29,7 @@ import { isCreateOnlyRefusal, KubeClient } from '../runtime/rest.js';
 import { StatusPacer, urgent } from './status-pacer.js';
 import type { ReconcilerFacts } from './memory.js';
 import { throttleDelayMs, ThrottledError } from '../runtime/throttle.js';
-import { KUBELET_FAILURE_REASONS } from './pod-problems.js';
+import { KUBELET_FAILURE_REASONS, podProblem } from './pod-problems.js';
 import {
   AppStatus,
   computeStatus,
@@ -434,12 +434,10 @@ export class Reconciler {
     const waves = this.deps.memory?.waves;
     if (!waves || failure) return undefined;
     const ready = status.conditions.find((c) => c.type === 'Ready');
-    const refused = replicaFailureOf(deployment);
-    const podFailure = ready?.status === 'False' && (KUBELET_FAILURE_REASONS.has(ready.reason) || refused) ? ready.reason : undefined;
     const seen = waves.observe(kind, key, {
       atTarget: !wave.held && isSubset(templateOf(wave.target), deployment?.spec?.template),
       ready: ready?.status === 'True',
-      failure: podFailure,
+      failure: (since) => this.turnFailure(deployment, since),
     });
     if (seen.failed) {
       const message = `the ${kind.kind} rollout stopped at this app (${seen.failed}): apps not rolled yet keep their pod template until the kind's settings change again`;
@@ -448,6 +446,21 @@ export class Reconciler {
     }
     // A moment past the deadline, so the reconcile then finds it passed.
     return seen.deadlineInMs !== undefined ? seen.deadlineInMs + 100 : undefined;
+  }
+
+  /**
+   * Why the pods an app's turn made cannot start: pods refused at admission (the Deployment's
+   * ReplicaFailure), or a kubelet failure of a pod made since. The Deployment's and the pods' old
+   * failures (of the template before a fix) stay a moment after the turn starts: they are not its.
+   * Kubernetes times have whole seconds, hence the second of slack.
+   */
+  private turnFailure(deployment: V1Deployment | undefined, since: number): string | undefined {
+    const after = (time: Date | string | undefined) => time !== undefined && new Date(time).getTime() >= since - 1000;
+    const refused = deployment?.status?.conditions?.find((c) => c.type === 'ReplicaFailure' && c.status === 'True');
+    if (refused && after(refused.lastTransitionTime ?? refused.lastUpdateTime)) return refused.reason || 'ReplicaFailure';
+    const pods = this.podsOf(deployment).filter((p) => after(p.metadata?.creationTimestamp));
+    const problem = podProblem(pods, false);
+    return problem && KUBELET_FAILURE_REASONS.has(problem.reason) ? problem.reason : undefined;
   }
 
   /** Writes status when it changed; returns how long a coalesced change still waits (0: none). */

@@ -40,8 +40,11 @@ export interface AppOutcome {
   readonly atTarget: boolean;
   /** The CR is Ready (at the template it holds). */
   readonly ready: boolean;
-  /** Why its pods cannot start (a kubelet failure, pods refused at admission), if they cannot. */
-  readonly failure?: string;
+  /**
+   * Why the pods of its turn (since `since`, ms since the epoch) cannot start (a kubelet failure, pods
+   * refused at admission), if they cannot: a failure of the template before, not gone yet, is not its.
+   */
+  readonly failure?: (since: number) => string | undefined;
 }
 
 /** A kind's settings that make its pod template: a change of `rollout` alone rolls nothing. */
@@ -193,7 +196,7 @@ export class KindWaves {
     }
     const deadlineMs = (rollout.settings.rollout?.progressDeadlineSeconds ?? DEFAULT_PROGRESS_DEADLINE_SECONDS) * 1000;
     const left = entry.since! + deadlineMs - this.now();
-    const reason = outcome.failure ?? (left <= 0 ? `not Ready within ${deadlineMs / 1000} s` : undefined);
+    const reason = outcome.failure?.(entry.since!) ?? (left <= 0 ? `not Ready within ${deadlineMs / 1000} s` : undefined);
     if (!reason) return { deadlineInMs: left };
     rollout.apps.set(key, { state: 'failed', reason });
     this.stop(rollout);

@@ -7,6 +7,7 @@ import { SAMPLE_KIND } from 'appkind-operator/kinds';
 import { render } from '../../operator/kinds/render.js';
 import { CachedResource, Reconciler, ReconcileError } from '../../operator/controller/reconcile.js';
 import { OwnStatusWrites } from '../../operator/controller/own-status-writes.js';
+import { KindWaves } from '../../operator/controller/waves.js';
 import { CacheReader, OWNER_INDEX, ownerIndex } from '../../operator/runtime/cache.js';
 import { createLogger } from '../../operator/runtime/log.js';
 import { KubeClient } from '../../operator/runtime/rest.js';
@@ -171,6 +172,49 @@ describe('Reconciler', () => {
     expect(events).toEqual([{ reason: 'NameConflict', message: expect.stringContaining('Deployment ns/example-deployment already exists') }]);
     const status = client.calls.find((c) => c.verb === 'patchStatus')!.body as { conditions: Array<{ type: string; status: string; reason: string }> };
     expect(status.conditions.find((c) => c.type === 'Degraded')).toMatchObject({ status: 'True', reason: 'NameConflict' });
+  });
+
+  test("a kind's image change: an app without a turn keeps its pod template, its scale change applied, and says it waits; in its turn it rolls", async () => {
+    const v2 = { ...SAMPLE_KIND, image: 'takeyan/flask:0.0.4', rollout: { maxConcurrent: '1' } };
+    const woken: string[] = [];
+    const waves = new KindWaves({ total: () => 2, wake: (keys) => woken.push(...keys) });
+    waves.kindChanged(SAMPLE_KIND, v2);
+    const waved = new Reconciler({
+      kinds: new Map([[v2.kind, v2]]),
+      crs: new Map([[v2.kind, crs]]),
+      deployments,
+      services,
+      podDisruptionBudgets: new MemoryCache<V1PodDisruptionBudget>({ [OWNER_INDEX]: ownerIndex }),
+      networkPolicies: new MemoryCache<V1NetworkPolicy>({ [OWNER_INDEX]: ownerIndex }),
+      pods,
+      replicaSets: new MemoryCache<V1ReplicaSet>({ [OWNER_INDEX]: ownerIndex }),
+      rest: client,
+      events: { record: async () => undefined },
+      fieldManager: MANAGER,
+      log: createLogger('warn', { write: () => undefined }),
+      now: () => NOW,
+      memory: { waves },
+    });
+    for (const obj of render(SAMPLE_KIND, cr(2))) (obj.kind === 'Deployment' ? deployments : services).put(liveChild(obj) as never);
+    // Another app of the kind has the one turn.
+    const other = refKey({ kind: 'EchoFlask', namespace: 'ns', name: 'other' });
+    expect(waves.turn(v2, other)).toBe('roll');
+    crs.put(cr(3));
+    await waved.reconcile(key);
+    const held = client.calls.find((c) => c.verb === 'apply')!.body as V1Deployment;
+    expect(held.spec?.replicas).toBe(3);
+    expect(held.spec?.template.spec?.containers[0]?.image).toBe(SAMPLE_KIND.image);
+    const status = client.calls.find((c) => c.verb === 'patchStatus')!.body as { conditions: Array<{ type: string; status: string; reason: string }> };
+    expect(status.conditions.find((c) => c.type === 'Progressing')).toMatchObject({ status: 'True', reason: 'WaitingForKindRollout' });
+    expect(waves.summary(v2)).toMatchObject({ inFlight: 1, waiting: 1 });
+
+    waves.observe(v2, other, { atTarget: true, ready: true });
+    expect(woken).toEqual([key]);
+    client.calls.length = 0;
+    await waved.reconcile(key);
+    const rolled = client.calls.find((c) => c.verb === 'apply')!.body as V1Deployment;
+    expect(rolled.spec?.template.spec?.containers[0]?.image).toBe(v2.image);
+    expect(waves.summary(v2)).toMatchObject({ inFlight: 1, waiting: 0, updated: 1 });
   });
 
   test('the objects blocking a CR are told to the conflict tracker at each reconcile, none once it is not blocked', async () => {

@@ -56,7 +56,7 @@ describe('KindWaves', () => {
 
   test('a kubelet failure stops the rollout: no more turns, the waiting apps woken once to say why, the failed app named', () => {
     for (const i of [1, 2, 3, 4]) waves.turn(V2, key(i));
-    expect(waves.observe(V2, key(2), { atTarget: true, ready: false, failure: 'ErrImagePull' })).toEqual({ failed: 'ErrImagePull' });
+    expect(waves.observe(V2, key(2), { atTarget: true, ready: false, failure: () => 'ErrImagePull' })).toEqual({ failed: 'ErrImagePull' });
     expect(woken).toEqual([key(3), key(4)]);
     waves.observe(V2, key(1), { atTarget: true, ready: true });
     expect(woken).toEqual([key(3), key(4)]);
@@ -79,7 +79,7 @@ describe('KindWaves', () => {
 
   test('the next change of the kind starts a new rollout: held and failed apps are woken, turns are given again', () => {
     for (const i of [1, 2, 3]) waves.turn(V2, key(i));
-    waves.observe(V2, key(1), { atTarget: true, ready: false, failure: 'CrashLoopBackOff' });
+    waves.observe(V2, key(1), { atTarget: true, ready: false, failure: () => 'CrashLoopBackOff' });
     woken.length = 0;
     const V3 = { ...V2, image: 'web:3' };
     waves.kindChanged(V2, V3);
