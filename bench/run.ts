@@ -8,7 +8,7 @@
 // With --go, last, a controller-runtime (Go) reference operator (bench/go-operator/) on a third fresh
 // control plane, create and scale, checked to apply render()'s very objects.
 // Writes bench/results.json and the tables of docs/benchmark.md. Usage: npm run bench [-- --n 1000] [--growth]
-// [--2500] [--edits 200] [--steady 60] [--no-rollout] [--go] [--repeat K] [--profile <dir>] [--unrelated 5000]
+// [--2500] [--edits 200] [--steady 60] [--no-rollout] [--waves 10%] [--go] [--repeat K] [--profile <dir>] [--unrelated 5000]
 // The operator's own settings (APPKIND_WORKERS, APPKIND_STATUS_INTERVAL_MS) pass through from the environment.
 import { KubeConfig, type KubernetesObject, type V1Deployment, type V1Pod, type V1Service } from '@kubernetes/client-node';
 import { ContainerApp } from 'cdk8s-appkind';
@@ -44,7 +44,8 @@ const CR_API = `${kind.group}/${kind.version}`;
 const WIDE_NODE_PORTS = '30000-39999';
 /** The kind's new default image of the rollout phase */
 const ROLLOUT_IMAGE = 'takeyan/flask:0.0.4';
-const rolloutKind = { ...kind, image: ROLLOUT_IMAGE };
+/** The kind of the rollout phase: all apps at once, as before waves, unless --waves gives maxConcurrent. */
+const rolloutKindOf = (s: { waves?: string }) => ({ ...kind, image: ROLLOUT_IMAGE, rollout: { maxConcurrent: s.waves ?? '100%' } });
 
 const log = (line: string) => void process.stderr.write(`${line}\n`);
 
@@ -57,6 +58,8 @@ const USAGE = `Usage: npm run bench [-- options]
   --edits 200         spec.size edits, one at a time, for the edit latency
   --steady 60         seconds of steady state checked for writes
   --no-rollout        skip the restart with a new default image (the longest phase)
+  --waves 10%         the rollout phase in waves of the kind's rollout.maxConcurrent (a number or a
+                      percentage; default: 100%, every app at once), its most apps in flight sampled
   --go                then a controller-runtime (Go) operator, 4 workers, on its own control plane
                       (create and scale; bench/go-operator/, built once into ~/.cache/appkind/go-operator/)
   --repeat 1          run each N this many times (floor, operator and --go in turn, each time on fresh
@@ -70,7 +73,7 @@ const USAGE = `Usage: npm run bench [-- options]
                       operator starts: its RSS, CPU, start time and edit latency with and without them
 Writes bench/results.json and the tables of docs/benchmark.md.`;
 
-const FLAGS_WITH_VALUE = ['--n', '--size', '--concurrency', '--edits', '--steady', '--repeat', '--profile', '--unrelated'];
+const FLAGS_WITH_VALUE = ['--n', '--size', '--concurrency', '--edits', '--steady', '--repeat', '--profile', '--unrelated', '--waves'];
 const FLAGS = ['--growth', '--2500', '--no-rollout', '--no-cr-floor', '--go', '--help', '-h'];
 
 function args(argv: string[]) {
@@ -104,8 +107,12 @@ function args(argv: string[]) {
   if (settings.repeat > 1 && argv.includes('--profile')) throw new Error('bench: --profile records one run; use it without --repeat');
   const profile = value('--profile');
   if (argv.includes('--profile') && !profile) throw new Error('bench: --profile needs a directory');
+  const waves = value('--waves');
+  if (argv.includes('--waves') && !/^([1-9][0-9]*|[1-9][0-9]?%|100%)$/.test(waves ?? ''))
+    throw new Error('bench: --waves needs a maxConcurrent: a number of apps like 50, or a percentage like 10%');
+  if (waves && argv.includes('--no-rollout')) throw new Error('bench: --waves is a way to run the rollout phase; leave out --no-rollout');
   // The rollout phase replaces every pod once more; --no-rollout skips it (the longest runs).
-  return { ns, ...settings, profile, rollout: !argv.includes('--no-rollout'), go: argv.includes('--go'), crFloor: !argv.includes('--no-cr-floor') };
+  return { ns, ...settings, profile, waves, rollout: !argv.includes('--no-rollout'), go: argv.includes('--go'), crFloor: !argv.includes('--no-cr-floor') };
 }
 
 type Settings = ReturnType<typeof args>;
@@ -296,7 +303,7 @@ async function floor(n: number, s: Settings): Promise<FloorRun> {
       await recorder?.mark('rollout');
       log(`bench: floor N=${n}: rollout of a new image`);
       const tRollout = performance.now();
-      const rolled = range(n).flatMap((i) => render(rolloutKind, crOf(i, rolloutSize(i, s))).filter((o) => o.kind === 'Deployment'));
+      const rolled = range(n).flatMap((i) => render(rolloutKindOf(s), crOf(i, rolloutSize(i, s))).filter((o) => o.kind === 'Deployment'));
       await pool(rolled, s.concurrency, (o) => rest.apply(o, 'bench-floor'));
       await deployments.waitFor(`floor: ${n} Deployments rolled out`, n, (d) => deploymentRolledOut(d), 1_800_000);
       rolloutSeconds = seconds(tRollout);
@@ -510,6 +517,24 @@ interface OperatorProcess {
   stop(): Promise<number | null>;
 }
 
+/**
+ * The most apps the operator had in flight in its kind's rollout, from its /metrics once a second
+ * until stop() (one GET a second: nothing the API server sees).
+ */
+function sampleInFlight(port: number): { stop: () => Promise<number> } {
+  let most = 0;
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      const body = (await httpGet(`http://127.0.0.1:${port}/metrics`).catch(() => ({ body: '' }))).body;
+      const line = body.split('\n').find((l) => l.startsWith('appkind_kind_rollout_apps{') && l.includes('state="in_flight"'));
+      if (line) most = Math.max(most, Number(line.split(' ').pop()));
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  })();
+  return { stop: async () => ((running = false), await loop, most) };
+}
+
 /** The operator (build/operator/main.js) as its own process (under `--cpu-prof` with --profile); resolves when /readyz passes. */
 async function startOperator(env: NodeJS.ProcessEnv, port: number, s: Settings, name: string): Promise<OperatorProcess> {
   const prof = s.profile ? ['--cpu-prof', `--cpu-prof-dir=${s.profile}`, `--cpu-prof-name=${name}.cpuprofile`] : [];
@@ -616,8 +641,9 @@ async function operatorRun(n: number, s: Settings, onExit: (code: number | null)
         const restartedAt = new Date(Math.floor(Date.now() / 1000) * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
         const tRollout = performance.now();
         const rolloutApiserverCpu = cpuMeter(cp.pids()['kube-apiserver']!);
-        op = await startOperator({ ...env, APPKIND_KINDS: JSON.stringify({ kinds: [rolloutKind] }) }, port, s, `operator-${n}-restarted`);
+        op = await startOperator({ ...env, APPKIND_KINDS: JSON.stringify({ kinds: [rolloutKindOf(s)] }) }, port, s, `operator-${n}-restarted`);
         const rolloutCpu = cpuMeter(op.pid);
+        const inFlight = s.waves ? sampleInFlight(port) : undefined;
         const rolledOut = (r: Resource) => {
           const ready = r.status?.conditions?.find((c) => c.type === 'Ready') as { status: string; lastTransitionTime?: string } | undefined;
           const progressing = r.status?.conditions?.find((c) => c.type === 'Progressing');
@@ -626,7 +652,10 @@ async function operatorRun(n: number, s: Settings, onExit: (code: number | null)
         await crs.waitFor(`operator: ${n} CRs show the rollout`, n, rolledOut, 1_800_000);
         await deployments.waitFor(`operator: ${n} Deployments rolled out`, n, deploymentRolledOut, 600_000);
         // Operator CPU from its readiness (cache sync) on; kube-apiserver CPU from the restart on.
-        rollout = { seconds: seconds(tRollout), image: ROLLOUT_IMAGE, operatorCpuSeconds: rolloutCpu(), apiserverCpuSeconds: rolloutApiserverCpu() };
+        rollout = {
+          seconds: seconds(tRollout), image: ROLLOUT_IMAGE, operatorCpuSeconds: rolloutCpu(), apiserverCpuSeconds: rolloutApiserverCpu(),
+          ...(inFlight ? { maxConcurrent: s.waves, mostInFlight: await inFlight.stop() } : {}),
+        };
       }
       const tRolloutEndIso = at();
       await recorder?.mark('end');
@@ -768,6 +797,7 @@ async function main(): Promise<void> {
     steadySeconds: s.steadySeconds,
     ...(s.repeat > 1 ? { repeat: s.repeat } : {}),
     rolloutImage: s.rollout ? ROLLOUT_IMAGE : undefined,
+    ...(s.waves ? { rolloutMaxConcurrent: s.waves } : {}),
     ...(s.unrelated > 0 ? { unrelated: s.unrelated } : {}),
     operator: {
       workers: Number(settingsEnv.APPKIND_WORKERS || DEFAULT_WORKERS),

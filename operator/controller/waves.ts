@@ -182,11 +182,15 @@ export class KindWaves {
    */
   observe(kind: AppKind, key: string, outcome: AppOutcome): { deadlineInMs?: number; failed?: string } {
     const rollout = this.rolloutOf(kind);
+    // A reconcile that began with the kind's settings before a change saw the template before it.
+    if (rollout.settings !== kind) return {};
     const entry = rollout.apps.get(key);
     if (!outcome.atTarget) return {};
     if (entry?.state !== 'inFlight') {
       // At the new template by its own change, or never affected; a failed app that recovered counts too.
       if (entry?.state !== 'failed' || outcome.ready) rollout.apps.set(key, { state: 'updated' });
+      // A woken app that needs no turn any more (its own edit got there first) passes its turn on.
+      if (entry?.state === 'waiting') this.wakeFreeSlots(kind.kind, rollout);
       return {};
     }
     if (outcome.ready) {
@@ -259,4 +263,23 @@ function failedAppsOf(rollout: KindRollout): string[] {
     .filter(([, e]) => e.state === 'failed')
     .map(([key, e]) => `${key.split('/').slice(1).join('/')} (${e.reason})`)
     .sort();
+}
+
+/**
+ * The kind's condition of its rollout, for the status of the kind (AppKind) beside its summary:
+ * `RolloutStopped` True with the failed apps named while a failing wave holds the rollout, else False.
+ * Its message has no counts, so it changes only when the rollout stops or starts again.
+ */
+export function rolloutCondition(
+  kind: string,
+  summary: RolloutSummary,
+): { type: 'RolloutStopped'; status: 'True' | 'False'; reason: string; message: string } {
+  if (summary.stopped)
+    return {
+      type: 'RolloutStopped',
+      status: 'True',
+      reason: WaveReason.Stopped,
+      message: `the ${kind} rollout stopped: ${summary.stopped}`,
+    };
+  return { type: 'RolloutStopped', status: 'False', reason: 'RollingInWaves', message: `changes of ${kind} roll out in waves` };
 }

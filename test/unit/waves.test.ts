@@ -2,7 +2,7 @@
 // next wave starts, when a failing wave stops the rollout, and what the kind's summary says.
 import { beforeEach, describe, expect, test } from '@jest/globals';
 import { AppKind } from 'cdk8s-appkind';
-import { KindWaves, maxConcurrentOf, WaveReason } from '../../operator/controller/waves.js';
+import { KindWaves, maxConcurrentOf, rolloutCondition, WaveReason } from '../../operator/controller/waves.js';
 
 const V1: AppKind = { group: 'w.example.com', version: 'v1', kind: 'Web', plural: 'webs', appName: 'web', image: 'web:1', port: 80, rollout: { maxConcurrent: '2', progressDeadlineSeconds: 60 } };
 const V2: AppKind = { ...V1, image: 'web:2' };
@@ -68,6 +68,18 @@ describe('KindWaves', () => {
     });
   });
 
+  test("the kind's RolloutStopped condition names the failed apps while stopped, and carries no counts", () => {
+    for (const i of [1, 2, 3]) waves.turn(V2, key(i));
+    const going = rolloutCondition('Web', waves.summary(V2));
+    waves.observe(V2, key(1), { atTarget: true, ready: true });
+    expect(rolloutCondition('Web', waves.summary(V2))).toEqual(going);
+    expect(going).toMatchObject({ type: 'RolloutStopped', status: 'False' });
+    waves.observe(V2, key(2), { atTarget: true, ready: false, failure: () => 'FailedCreate' });
+    expect(rolloutCondition('Web', waves.summary(V2))).toEqual({
+      type: 'RolloutStopped', status: 'True', reason: WaveReason.Stopped, message: expect.stringContaining('the Web rollout stopped: ns/app-2 (FailedCreate)'),
+    });
+  });
+
   test('an app not Ready within progressDeadlineSeconds of its turn fails', () => {
     waves.turn(V2, key(1));
     now += 59_000;
@@ -95,6 +107,14 @@ describe('KindWaves', () => {
     waves.kindChanged(V2, { ...V2, rollout: { maxConcurrent: '3' } });
     expect(woken).toEqual([key(3)]);
     expect(waves.previous('Web')).toBe(V1);
+  });
+
+  test('what a reconcile begun with the settings before a change saw counts for nothing in the new rollout', () => {
+    const V3 = { ...V2, image: 'web:3' };
+    waves.kindChanged(V2, V3);
+    waves.observe(V2, key(1), { atTarget: true, ready: true });
+    expect(waves.summary(V3)).toMatchObject({ updated: 0 });
+    expect([1, 2, 3].map((i) => waves.turn(V3, key(i)))).toEqual(['roll', 'roll', 'wait']);
   });
 
   test('a deleted app in flight frees its slot', () => {
