@@ -52,7 +52,8 @@ export class Manager {
     // The kind rollouts count a kind's CRs in its cache and wake the apps whose turn came through the queue.
     const memory = (this.memory = new ReconcilerMemory({
       total: (kind) => (this.controller.caches.crs.get(kind)?.informers ?? []).reduce((n, i) => n + i.list().length, 0),
-      wake: (keys) => keys.forEach((key) => this.controller.queue.add(key)),
+      // Later, not inside the reconcile or the kind change that frees a turn: an idle worker may take a key at once.
+      wake: (keys) => setImmediate(() => keys.forEach((key) => this.controller.queue.add(key))),
     }));
     const expectations = new Expectations();
     const { fieldManager } = settings;
@@ -108,9 +109,11 @@ export class Manager {
       this.controller.removePrimary('crs', name);
     }
     for (const name of changes.changed) {
-      // A new rollout of the kind: its apps roll in waves (waves.ts), each reconcile asking for a turn.
-      this.memory.waves.kindChanged(this.kinds.get(name)!, next.get(name)!);
+      // A new rollout of the kind: its apps roll in waves (waves.ts), each reconcile asking for a turn
+      // with the new settings (served before the rollout starts, so no reconcile sees one without the other).
+      const before = this.kinds.get(name)!;
       this.kinds.set(name, next.get(name)!);
+      this.memory.waves.kindChanged(before, next.get(name)!);
       for (const informer of this.controller.caches.crs.get(name)?.informers ?? []) {
         for (const cr of informer.list()) this.controller.queue.add(refKey(refOf(name, cr)));
       }

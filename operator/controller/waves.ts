@@ -150,6 +150,8 @@ export class KindWaves {
    */
   turn(kind: AppKind, key: string): Turn {
     const rollout = this.rolloutOf(kind);
+    // Settings the rollout is not of (a reconcile begun before a change): the app keeps its template.
+    if (rollout.settings !== kind) return 'wait';
     const entry = rollout.apps.get(key);
     if (entry && entry.state !== 'waiting') return 'roll';
     if (!rollout.stopped && rollout.count('inFlight') < maxConcurrentOf(rollout.settings.rollout, this.opts.total(kind.kind))) {

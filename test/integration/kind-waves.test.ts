@@ -85,6 +85,8 @@ beforeAll(async () => {
 }, 1_200_000);
 
 afterAll(async () => {
+  // The operator's log lines, for a failure's reader (WAVES_OPERATOR_LOG=<file>).
+  if (process.env.WAVES_OPERATOR_LOG && operator) writeFileSync(process.env.WAVES_OPERATOR_LOG, operator.logs.map((l) => JSON.stringify(l)).join('\n'));
   for (const k of ['ValidatingAdmissionPolicyBinding', 'ValidatingAdmissionPolicy'])
     await rest?.delete({ apiVersion: 'admissionregistration.k8s.io/v1', kind: k, metadata: { name: policyName() } }).catch(() => undefined);
   expect(await operator?.stop('SIGTERM')).toBe(0);
