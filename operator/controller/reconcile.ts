@@ -15,7 +15,7 @@ import {
 } from '@kubernetes/client-node';
 import { AppKind, ContainerApp, ContainerAppProps } from 'cdk8s-appkind';
 import { AppResource, appPropsFor, KubeObject, render } from '../kinds/render.js';
-import { appliedFieldsOf, drift as driftOf, firstReleased, isSubset } from './diff.js';
+import { appliedFieldsOf, drift as driftOf, firstReleased, isSubset, withOmittedZeros } from './diff.js';
 import { CacheReader, OWNER_INDEX } from '../runtime/cache.js';
 import { Expectations } from '../runtime/expectations.js';
 import { controllerOf, describeObject, parseRefKey, refKey, refOf } from '../runtime/ref.js';
@@ -276,10 +276,13 @@ export class Reconciler {
     }
   }
 
-  /** `deployment` with the pod template its app runs now: the previous settings' render, else the live one. */
+  /**
+   * `deployment` with the pod template its app runs now: the previous settings' render, else the live
+   * one (with the zero values the render sets, which the server omits: applying it releases nothing).
+   */
   private keepTemplate(deployment: KubeObject, kind: AppKind, cr: CachedResource): KubeObject {
     const live = this.deps.deployments.get(deployment.metadata.namespace, deployment.metadata.name);
-    const template = this.previousTemplate(kind, cr) ?? templateOf(live);
+    const template = this.previousTemplate(kind, cr) ?? withOmittedZeros(templateOf(deployment), templateOf(live));
     const spec = (deployment as V1Deployment).spec!;
     return { ...deployment, spec: { ...spec, template } } as KubeObject;
   }
