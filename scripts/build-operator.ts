@@ -12,7 +12,7 @@
 //   (operator/runtime/kubeconfig.ts imports it then);
 // - selfsigned: run in a short-lived child process that resolves it by name
 //   (operator/runtime/serving-cert.ts).
-import { build } from 'esbuild';
+import { build, type Plugin } from 'esbuild';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -29,10 +29,17 @@ export interface OperatorBundleInfo {
   readonly inputs: string[];
 }
 
-/** Bundles the operator into `outfile` (default build/operator/main.js). */
-export async function buildOperatorBundle(outfile = join(root, 'build', 'operator', 'main.js')): Promise<OperatorBundleInfo> {
+/**
+ * Bundles the operator into `outfile` (default build/operator/main.js): this checkout's, or another
+ * copy's `main.ts` whose imports `plugins` resolve (the upgrade test's older operator).
+ */
+export async function buildOperatorBundle(
+  outfile = join(root, 'build', 'operator', 'main.js'),
+  opts: { main?: string; plugins?: Plugin[] } = {},
+): Promise<OperatorBundleInfo> {
   const result = await build({
-    entryPoints: [join(root, 'operator', 'main.ts')],
+    entryPoints: [opts.main ?? join(root, 'operator', 'main.ts')],
+    plugins: opts.plugins ?? [],
     outfile,
     bundle: true,
     platform: 'node',

@@ -10,7 +10,7 @@ import { controllerOf, describeObject, refKey, refOf } from '../runtime/ref.js';
 import { ConflictWatches } from './conflicts.js';
 import { CHILD_NAME_INDEX, freedNodePorts, NODE_PORT_INDEX, nodePortIndex } from './indexes.js';
 import { NodePortWaits } from './nodeports.js';
-import { MemoryView } from './memory.js';
+import { MemoryObserver, MemoryView } from './memory.js';
 import { statusOnlyChange } from './predicates.js';
 import { CachedResource, ReconcilerCaches } from './reconcile.js';
 
@@ -38,6 +38,27 @@ function waitsForNodePort(cr: CachedResource): boolean {
   return nodePortIndex(cr).length > 0 && !!cr.status?.conditions?.some((c) => c.type === 'Degraded' && c.status === 'True');
 }
 
+/** What each watch event tells before any mapping sees it: the reconciler's memory and the expectations of our writes. */
+export class AppObservers {
+  constructor(
+    private readonly memory: MemoryObserver,
+    private readonly expectations: Expectations,
+  ) {}
+
+  /** What a CR event tells the reconciler's memory: a deleted CR's facts go; whether it waits for a NodePort. */
+  readonly crObserved = ({ type, obj, source }: WatchEvent<CachedResource>): void => {
+    const key = refKey(refOf(source.kind, obj));
+    if (type === 'delete') this.memory.crDeleted(key, obj.metadata.uid);
+    this.memory.waitsForNodePort(key, type !== 'delete' && waitsForNodePort(obj));
+  };
+
+  /** What a child's event tells: the expectations of our writes, and which children were deleted. */
+  readonly childObserved = ({ type, obj, source }: WatchEvent<KubernetesObject>): void => {
+    this.expectations.observed(source.kind, obj, type === 'delete');
+    this.memory.childObserved(source.kind, obj, type === 'delete');
+  };
+}
+
 /**
  * The app-kind controller's mappings, each a function the builder calls with the controller's keys,
  * the event and every watch by name. `kinds` is the map of kinds served now (kind reload changes it).
@@ -46,7 +67,6 @@ export class AppEvents {
   constructor(
     private readonly kinds: ReadonlyMap<string, AppKind>,
     private readonly memory: MemoryView,
-    private readonly expectations: Expectations,
     private readonly log: Logger,
   ) {}
 
@@ -64,13 +84,6 @@ export class AppEvents {
   /** The NodePortWaits' mapping: NodePorts given up by any Service. */
   readonly portWaitersOfFreed = (keys: KeySink, w: AppWatches) => (ports: number[]) => this.waitingFor(keys, w.crs, ports);
 
-  /** What a CR event tells the reconciler's memory: a deleted CR's facts go; whether it waits for a NodePort. */
-  readonly crObserved = ({ type, obj, source }: WatchEvent<CachedResource>): void => {
-    const key = refKey(refOf(source.kind, obj));
-    if (type === 'delete') this.memory.crDeleted(key, obj.metadata.uid);
-    this.memory.waitsForNodePort(key, type !== 'delete' && waitsForNodePort(obj));
-  };
-
   /**
    * A CR event: its key. A change of its status only that is our own status write, watched back, runs
    * it again unless it is failing: it must not cut short the backoff of a CR whose failure message
@@ -85,12 +98,6 @@ export class AppEvents {
       if (type === 'update' && statusOnlyChange(old, obj)) this.log.debug('status written by someone else; reconciling', { key });
       keys.add(key);
     }
-  };
-
-  /** What a child's event tells: the expectations of our writes, and which children were deleted. */
-  readonly childObserved = ({ type, obj, source }: WatchEvent<KubernetesObject>): void => {
-    this.expectations.observed(source.kind, obj);
-    this.memory.childObserved(source.kind, obj, type === 'delete');
   };
 
   /** A pod belongs to the CR named by its instance label, of every kind whose app name it carries. */

@@ -11,7 +11,7 @@ import { OperatorMetrics, queueHooks } from '../runtime/metrics.js';
 import { refKey, refOf } from '../runtime/ref.js';
 import { RestClient } from '../runtime/rest.js';
 import { OperatorSettings } from '../settings.js';
-import { AppEvents, AppWatches } from './app-events.js';
+import { AppEvents, AppObservers, AppWatches } from './app-events.js';
 import { ReconcilerMemory } from './memory.js';
 import { appKindController, crsOf } from './operator.js';
 import { RenderCache } from './render-cache.js';
@@ -62,7 +62,8 @@ export class Manager {
       {
         kinds: settings.kinds,
         fieldManager,
-        on: new AppEvents(kinds, memory.view, expectations, log),
+        on: new AppEvents(kinds, memory.view, log),
+        observe: new AppObservers(memory, expectations),
         memory,
         reconciler: {
           kinds,

@@ -14,8 +14,9 @@
 //   so every Service is watched while some CR waits for a port (nodeport-wait.test.ts).
 // - kind rollouts (KindWaves): which apps of a kind roll to its new settings now, which wait their turn,
 //   which failed; the caches hold only the Deployments, not the order of the waves (waves.test.ts).
-// The reconciler reads and writes them all, through ReconcilerFacts; the event handlers get a view
-// (MemoryView) that tells the facts what they watched and reads only whether a status write was ours.
+// The reconciler reads and writes the first three and the rollouts (ReconcilerFacts); the watches'
+// observe hooks tell the facts what was watched (MemoryObserver); the event mappings get a read-only
+// view (MemoryView).
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { WatchContext } from '../runtime/controller.js';
 import { ConflictTracker, ConflictWatches } from './conflicts.js';
@@ -32,10 +33,14 @@ export interface ReconcilerFacts {
   readonly waves?: KindWaves;
 }
 
-/** What the event handlers may do with the reconciler's memory. */
+/** What the event mappings read of the reconciler's memory. */
 export interface MemoryView {
   /** Whether the CR `key` at `resourceVersion` is our own status write, watched back. */
   isOwnStatusWrite(key: string, resourceVersion: string | undefined): boolean;
+}
+
+/** What the watches tell the reconciler's memory, each event before any mapping sees it. */
+export interface MemoryObserver {
   /** The CR `key` (of `uid`) was deleted: nothing of it to remember. */
   crDeleted(key: string, uid: string | undefined): void;
   /** A watch event of a child of `kind` (delete: `deleted`). */
@@ -46,9 +51,11 @@ export interface MemoryView {
 
 /**
  * The five facts. The conflict and NodePort watches are built here and registered with the
- * controller (watchesWhile), which starts and stops them; the reconciler reaches all five here.
+ * controller (watchesWhile), which starts and stops them; the reconciler reaches three of the facts
+ * and the rollouts here (ReconcilerFacts), and the CR watch tells the NodePort waits which CRs wait
+ * (MemoryObserver).
  */
-export class ReconcilerMemory implements ReconcilerFacts, MemoryView {
+export class ReconcilerMemory implements ReconcilerFacts, MemoryView, MemoryObserver {
   readonly ownStatusWrites = new OwnStatusWrites();
   readonly deletedChildren = new DeletedChildren();
   readonly waves: KindWaves;
@@ -99,8 +106,8 @@ export class ReconcilerMemory implements ReconcilerFacts, MemoryView {
     this.portWaits.observe(key, waits);
   }
 
-  /** The view the event handlers get. */
+  /** The read-only view the event mappings get. */
   get view(): MemoryView {
-    return this;
+    return { isOwnStatusWrite: (key, resourceVersion) => this.isOwnStatusWrite(key, resourceVersion) };
   }
 }

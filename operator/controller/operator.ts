@@ -5,7 +5,7 @@ import { AppKind, AppKindCrd } from 'cdk8s-appkind';
 import { OWNER_INDEX, ownerIndex, withOwnManagedFields, withoutManagedFields } from '../runtime/cache.js';
 import { Controller, ControllerBuilder, Reconcile, WatchContext, WatchSource } from '../runtime/controller.js';
 import { QueueHooks, QueueOptions } from '../runtime/queue.js';
-import { AppEvents, AppWatches } from './app-events.js';
+import { AppEvents, AppObservers, AppWatches } from './app-events.js';
 import { CHILD_NAME_INDEX, childNameIndex, NODE_PORT_INDEX, nodePortIndex, podSummary, replicaSetSummary } from './indexes.js';
 import { ReconcilerMemory } from './memory.js';
 import { added, deploymentRead, notStatusOnly, podRead } from './predicates.js';
@@ -65,7 +65,10 @@ export type ReconcilerNeeds = Omit<ReconcilerDeps, keyof ReconcilerCaches | 'mem
 export interface AppKindWiring {
   readonly kinds: readonly AppKind[];
   readonly fieldManager: string;
+  /** The mappings of events to keys (reading the reconciler's memory, not writing it). */
   readonly on: AppEvents;
+  /** What each event tells the reconciler's memory and the expectations, before any mapping. */
+  readonly observe: AppObservers;
   /** The reconciler's memory: it builds the conflict and NodePort watches, which the controller starts and stops; the reconciler reads and writes it. */
   readonly memory: ReconcilerMemory;
   readonly reconciler: ReconcilerNeeds;
@@ -76,14 +79,18 @@ export interface AppKindWiring {
 /** The app-kind controller: every configured kind's CRs and their children. */
 export function appKindController(
   ctx: WatchContext,
-  { kinds, fieldManager, on, memory, reconciler, queue, hooks }: AppKindWiring,
+  { kinds, fieldManager, on, observe, memory, reconciler, queue, hooks }: AppKindWiring,
 ): Controller<AppWatches> {
   const crs = { transform: withoutManagedFields, indexers: { [NODE_PORT_INDEX]: nodePortIndex, [CHILD_NAME_INDEX]: childNameIndex } };
   // Children keep our own apply entry of managedFields: what we own, to release what render() stops giving.
-  const children = { transform: withOwnManagedFields(fieldManager), indexers: { [OWNER_INDEX]: ownerIndex }, observe: on.childObserved };
+  const children = {
+    transform: withOwnManagedFields(fieldManager),
+    indexers: { [OWNER_INDEX]: ownerIndex },
+    observe: observe.childObserved,
+  };
   const owned = { indexers: { [OWNER_INDEX]: ownerIndex } };
   return ControllerBuilder.create<AppWatches>('appkind', ctx)
-    .for('crs', kinds.map(crsOf), on.crKey, { ...crs, observe: on.crObserved })
+    .for('crs', kinds.map(crsOf), on.crKey, { ...crs, observe: observe.crObserved })
     .owns('deployments', DEPLOYMENTS, { ...children, predicates: [deploymentRead], also: [on.nameTakers] })
     .owns('services', SERVICES, { ...children, also: [on.portWaiters, on.nameTakers] })
     .owns('podDisruptionBudgets', PDBS, { ...children, predicates: [notStatusOnly], also: [on.nameTakers] })

@@ -345,7 +345,9 @@ export class Reconciler {
     if (!drift) return undefined;
     try {
       if (live || !cache) {
-        fresh.set(obj.kind, await this.deps.rest.apply(obj, this.deps.fieldManager));
+        const applied = await this.deps.rest.apply(obj, this.deps.fieldManager);
+        fresh.set(obj.kind, applied);
+        if (cache) this.expectations.expect(obj.kind, applied);
         log.info(live ? 'applied drifted object' : 'created object', { object: describeObject(obj), field: live ? drift : undefined });
         return undefined;
       }

@@ -72,6 +72,19 @@ function candidate(
   return { identity, elector, rest, events, done, stoppedAtMs: () => stoppedAtMs };
 }
 
+/**
+ * Another client takes `lease` (holder `intruder`, renewed now); retried, since the candidates' own
+ * renewals can make this compare-and-swap conflict (409).
+ */
+function intruderTakes(lease: string): Promise<void> {
+  return eventually('the intruder takes the lease', async () => {
+    const current = await leases.readNamespacedLease({ name: lease, namespace });
+    const now = new V1MicroTime();
+    await leases.replaceNamespacedLease({ name: lease, namespace, body: { ...current, spec: { ...current.spec, holderIdentity: 'intruder', renewTime: now, acquireTime: now } } });
+    return true;
+  }, 10_000);
+}
+
 /** A Lease's MicroTime as the API server spells it. */
 const microTime = (ms: number) => `${new Date(ms).toISOString().slice(0, -1)}000Z`;
 
@@ -227,13 +240,7 @@ describe('LeaderElector on a real Lease', () => {
     const lease = freshLease();
     const solo = candidate('candidate-solo', lease);
     await eventually('the candidate leads', async () => solo.elector.isLeader(), 20_000);
-    // Retried: the candidate's own renewals can make this compare-and-swap conflict (409).
-    await eventually('the intruder takes the lease', async () => {
-      const current = await leases.readNamespacedLease({ name: lease, namespace });
-      const now = new V1MicroTime();
-      await leases.replaceNamespacedLease({ name: lease, namespace, body: { ...current, spec: { ...current.spec, holderIdentity: 'intruder', renewTime: now, acquireTime: now } } });
-      return true;
-    }, 10_000);
+    await intruderTakes(lease);
     await eventually('the candidate steps down', async () => solo.events.includes('stopped'), 10_000);
     expect(solo.elector.isLeader()).toBe(false);
     await solo.done;
@@ -284,12 +291,7 @@ describe('LeaderElector on a real Lease', () => {
     const [leader, standby] = await electOne(lease);
     expect(await writeConfigMap(standby!.rest, 'fence-from-standby')).toBe('WriteRefused');
     expect(await writeConfigMap(leader!.rest, 'fence-from-leader')).toBe('created');
-    await eventually('the intruder takes the lease', async () => {
-      const current = await leases.readNamespacedLease({ name: lease, namespace });
-      const now = new V1MicroTime();
-      await leases.replaceNamespacedLease({ name: lease, namespace, body: { ...current, spec: { ...current.spec, holderIdentity: 'intruder', renewTime: now, acquireTime: now } } });
-      return true;
-    }, 10_000);
+    await intruderTakes(lease);
     await eventually('the leader steps down', async () => leader!.events.includes('stopped'), 10_000);
     expect(await writeConfigMap(leader!.rest, 'fence-after-the-loss')).toBe('WriteRefused');
     expect(await configMapNames('fence-')).toEqual(['fence-from-leader']);

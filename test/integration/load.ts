@@ -1,6 +1,6 @@
 // Shared by the tests that change hundreds of CRs while faults happen (faults-under-load.test.ts, faults-under-load-2.test.ts,
 // soak.test.ts): a model of what the test asked for, and a check of the end state against it that
-// reads everything fresh from the API server.
+// reads everything fresh from the API server; throttling.test.ts uses its check of one CR's convergence.
 import { CoreV1Api, KubernetesObject, V1Deployment, V1Pod, V1Service } from '@kubernetes/client-node';
 import { AppKind, ContainerApp } from 'cdk8s-appkind';
 import { CHILD_SELECTOR } from '../../operator/controller/reconcile.js';
@@ -224,6 +224,24 @@ export function missingFields(want: unknown, have: unknown, path: string, out: s
 
 const isReady = (pod: V1Pod): boolean => pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
 
+/**
+ * What keeps the CR `name` from converged at `size`: a status not of its generation, not Ready or
+ * Degraded, status.nodes not its pods among `pods`, or its pods not all ready. Each a line naming the CR.
+ */
+export function convergenceProblems(kind: AppKind, name: string, cr: KubernetesObject & Pick<LoadResource, 'status'>, size: number, pods: V1Pod[]): string[] {
+  const out: string[] = [];
+  const status = cr.status;
+  if (status?.observedGeneration !== cr.metadata!.generation) out.push(`CR ${name}: observedGeneration ${status?.observedGeneration} != generation ${cr.metadata!.generation}`);
+  if (status?.conditions?.find((c) => c.type === 'Ready')?.status !== 'True') out.push(`CR ${name}: not Ready`);
+  if (status?.conditions?.find((c) => c.type === 'Degraded')?.status !== 'False') out.push(`CR ${name}: Degraded not False`);
+  const selector = ContainerApp.selectorLabelsOf(name, kind.appName);
+  const own = pods.filter((p) => Object.entries(selector).every(([k, v]) => p.metadata?.labels?.[k] === v));
+  const podNames = own.map((p) => p.metadata!.name!).sort();
+  if (JSON.stringify(status?.nodes ?? []) !== JSON.stringify(podNames)) out.push(`CR ${name}: status.nodes ${JSON.stringify(status?.nodes)} != pods ${JSON.stringify(podNames)}`);
+  if (podNames.length !== size || !own.every(isReady)) out.push(`CR ${name}: ${own.filter(isReady).length}/${podNames.length} pods ready, size ${size}`);
+  return out;
+}
+
 type Child = (V1Deployment | V1Service) & { kind: string; metadata: { name: string } };
 
 /**
@@ -265,14 +283,7 @@ export async function endStateProblems(rest: RestClient, core: CoreV1Api, model:
     }
     const size = cr.spec?.size ?? 1;
     const status = cr.status;
-    if (status?.observedGeneration !== cr.metadata.generation) out.push(`CR ${name}: observedGeneration ${status?.observedGeneration} != generation ${cr.metadata.generation}`);
-    if (status?.conditions?.find((c) => c.type === 'Ready')?.status !== 'True') out.push(`CR ${name}: not Ready`);
-    if (status?.conditions?.find((c) => c.type === 'Degraded')?.status !== 'False') out.push(`CR ${name}: Degraded not False`);
-    const selector = ContainerApp.selectorLabelsOf(name, kind.appName);
-    const own = pods.filter((p) => Object.entries(selector).every(([k, v]) => p.metadata?.labels?.[k] === v));
-    const podNames = own.map((p) => p.metadata!.name!).sort();
-    if (JSON.stringify(status?.nodes ?? []) !== JSON.stringify(podNames)) out.push(`CR ${name}: status.nodes ${JSON.stringify(status?.nodes)} != pods ${JSON.stringify(podNames)}`);
-    if (podNames.length !== size || !own.every(isReady)) out.push(`CR ${name}: ${own.filter(isReady).length}/${podNames.length} pods ready, size ${size}`);
+    out.push(...convergenceProblems(kind, name, cr, size, pods));
     if ((status?.readyReplicas ?? 0) !== size) out.push(`CR ${name}: status.readyReplicas ${status?.readyReplicas}, size ${size}`);
 
     for (const desired of render(kind, cr)) {

@@ -6,21 +6,18 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { CoreV1Api, CoreV1Event, KubeConfig, KubernetesObject, V1Pod } from '@kubernetes/client-node';
 import { AppKind } from 'cdk8s-appkind';
-import { kindsFromDocument } from 'appkind-operator/kinds';
 import { RestClient } from '../../operator/runtime/rest.js';
-import { ControlPlane } from '../../tools/controlplane/controlplane.js';
-import { createTestNamespace, crObject, eventually } from './cluster.js';
-import { OperatorProcess, startOperatorOn } from './operator-process.js';
-import { realAppImage } from './realapp/image.js';
+import { crObject, eventually } from './cluster.js';
+import { OperatorProcess } from './operator-process.js';
+import { RealAppNode, startRealAppNode } from './real-app-node.js';
 import { getLocal } from './real-node-pods.js';
 
 type Condition = { type: string; status: string; reason: string; message: string };
 type Resource = KubernetesObject & { status?: { observedGeneration?: number; nodePort?: number; nodes?: string[]; conditions?: Condition[] } };
 
-const log = (line: string): void => void process.stderr.write(`${line}\n`);
 const DATABASE_URL = 'postgres://shop:s3cret@db.shop.svc/shop';
 
-let cp: ControlPlane | undefined;
+let node: RealAppNode | undefined;
 let kc: KubeConfig;
 let rest: RestClient;
 let ns: string;
@@ -68,21 +65,13 @@ async function get(nodePort: number, path: string) {
 }
 
 beforeAll(async () => {
-  const image = await realAppImage();
-  cp = await ControlPlane.start({ realNode: true, log });
-  await cp.loadImageArchive(image.archive);
-  kc = cp.kubeConfig();
-  rest = new RestClient(kc);
-  ns = await createTestNamespace(kc, 'realnode-apps');
-  const config = [kindConfig(image.name)];
-  kind = kindsFromDocument(config, 'the test kind')[0]!;
-  await rest.apply({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'realapp-db', namespace: ns }, stringData: { url: DATABASE_URL } } as KubernetesObject, 'test');
-  operator = await startOperatorOn(cp, ns, [kind], { APPKIND_KINDS: JSON.stringify(config) });
+  node = await startRealAppNode('realnode-apps', kindConfig, (admin, namespace) =>
+    admin.apply({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'realapp-db', namespace }, stringData: { url: DATABASE_URL } } as KubernetesObject, 'test'));
+  ({ kc, rest, ns, kind, operator } = node);
 }, 600_000);
 
 afterAll(async () => {
-  expect(await operator?.stop('SIGTERM')).toBe(0);
-  await cp?.stop();
+  expect(await node?.stop()).toBe(0);
 }, 120_000);
 
 describe('a real-app kind on the real node', () => {

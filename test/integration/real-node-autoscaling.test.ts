@@ -17,7 +17,7 @@ import { RestClient } from '../../operator/runtime/rest.js';
 import { ControlPlane, type AuditEvent } from '../../tools/controlplane/controlplane.js';
 import { loadEchoStandIn } from '../../tools/echo-image.js';
 import { createTestNamespace, eventually } from './cluster.js';
-import { installCrds, installOperatorIdentity, OPERATOR_SA, OperatorProcess } from './operator-process.js';
+import { OPERATOR_SA, OperatorProcess, startOperatorOn } from './operator-process.js';
 import { getLocal } from './real-node-pods.js';
 
 const exec = promisify(execFile);
@@ -143,12 +143,7 @@ beforeAll(async () => {
   kc = cp.kubeConfig();
   rest = new RestClient(kc);
   ns = await createTestNamespace(kc, 'autoscaling');
-  await installCrds(kc, [kind]);
-  await installOperatorIdentity(kc, [kind], ns);
-  operator = await OperatorProcess.spawn({
-    kubeconfig: await cp.serviceAccountKubeconfig(ns, OPERATOR_SA),
-    env: { APPKIND_WATCH_NAMESPACE: ns, APPKIND_CONFIG: kindsFile },
-  });
+  operator = await startOperatorOn(cp, ns, [kind], { APPKIND_CONFIG: kindsFile });
   await record(`/apis/${kind.group}/${kind.version}/namespaces/${ns}/${kind.plural}`, name, (o) => (o as Cr).spec?.size, sizes);
   await record(`/apis/apps/v1/namespaces/${ns}/deployments`, deploymentName, (o) => (o as Deployment).spec?.replicas, replicas);
 }, 1_200_000);

@@ -6,46 +6,34 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { CoreV1Api, KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { rmSync } from 'node:fs';
 import { AppKind } from 'cdk8s-appkind';
-import { kindsFromDocument } from 'appkind-operator/kinds';
 import { RestClient } from '../../operator/runtime/rest.js';
-import { ControlPlane } from '../../tools/controlplane/controlplane.js';
 import { chartHolding, runHelm } from '../gitops-clients.js';
-import { createTestNamespace, eventually, foreignDeployment } from './cluster.js';
-import { OperatorProcess, startOperatorOn } from './operator-process.js';
-import { realAppImage } from './realapp/image.js';
+import { eventually, foreignDeployment } from './cluster.js';
+import { RealAppNode, startRealAppNode } from './real-app-node.js';
 import { getLocal } from './real-node-pods.js';
 
 type Resource = KubernetesObject & { status?: { nodePort?: number; conditions?: { type: string; status: string }[] } };
 
-const log = (line: string): void => void process.stderr.write(`${line}\n`);
-
-let cp: ControlPlane | undefined;
+let node: RealAppNode | undefined;
 let kc: KubeConfig;
 let rest: RestClient;
 let ns: string;
 let kind: AppKind;
-let operator: OperatorProcess | undefined;
 const charts: string[] = [];
 
 const chartOf = (name: string, spec: Record<string, unknown>) =>
   chartHolding(charts, { apiVersion: `${kind.group}/${kind.version}`, kind: kind.kind, metadata: { name }, spec });
-const helm = (...args: string[]) => runHelm(cp!.kubeconfigPath, ns, args);
+const helm = (...args: string[]) => runHelm(node!.cp.kubeconfigPath, ns, args);
 
 beforeAll(async () => {
-  const image = await realAppImage();
-  cp = await ControlPlane.start({ realNode: true, log });
-  await cp.loadImageArchive(image.archive);
-  kc = cp.kubeConfig();
-  rest = new RestClient(kc);
-  ns = await createTestNamespace(kc, 'realnode-helm');
-  const config = [{ group: 'helm.realnode.example.com', version: 'v1', kind: 'Charted', image: image.name, port: 8080, readinessProbe: { httpGet: { path: '/ready' }, periodSeconds: 1 } }];
-  kind = kindsFromDocument(config, 'the test kind')[0]!;
-  operator = await startOperatorOn(cp, ns, [kind], { APPKIND_KINDS: JSON.stringify(config) });
+  node = await startRealAppNode('realnode-helm', (image) => ({
+    group: 'helm.realnode.example.com', version: 'v1', kind: 'Charted', image, port: 8080, readinessProbe: { httpGet: { path: '/ready' }, periodSeconds: 1 },
+  }));
+  ({ kc, rest, ns, kind } = node);
 }, 600_000);
 
 afterAll(async () => {
-  expect(await operator?.stop('SIGTERM')).toBe(0);
-  await cp?.stop();
+  expect(await node?.stop()).toBe(0);
   for (const dir of charts) rmSync(dir, { recursive: true, force: true });
 }, 120_000);
 

@@ -15,8 +15,7 @@
 //
 // THROTTLE_CRS (default 300) sets N; a smaller one is for developing the test only.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { CoreV1Api, KubernetesObject, V1Pod } from '@kubernetes/client-node';
-import { ContainerApp } from 'cdk8s-appkind';
+import { CoreV1Api, KubernetesObject } from '@kubernetes/client-node';
 import { SAMPLE_KIND } from 'appkind-operator/kinds';
 import { Informer } from '../../operator/runtime/informer.js';
 import { createLogger } from '../../operator/runtime/log.js';
@@ -24,6 +23,7 @@ import { RestClient } from '../../operator/runtime/rest.js';
 import { applyManifests } from '../../tools/controlplane/apply.js';
 import { ControlPlane } from '../../tools/controlplane/controlplane.js';
 import { crObject, foreignDeployment } from './cluster.js';
+import { convergenceProblems } from './load.js';
 import { installCrds, installOperatorIdentity, metricValue, OPERATOR_SA, OperatorProcess } from './operator-process.js';
 
 type Condition = { type: string; status: string; reason: string; message: string };
@@ -100,8 +100,6 @@ async function inParallel(items: string[], op: (name: string) => Promise<unknown
   }));
 }
 
-const isReady = (pod: V1Pod): boolean => pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
-
 /** What is still not converged (empty: every CR is Ready at its generation, status.nodes its pods). */
 async function problems(want: Map<string, number>): Promise<string[]> {
   const out: string[] = [];
@@ -109,19 +107,11 @@ async function problems(want: Map<string, number>): Promise<string[]> {
   const pods = (await core.listNamespacedPod({ namespace: NS })).items.filter((p) => !p.metadata?.deletionTimestamp);
   for (const [name, size] of want) {
     const cr = crs.get(name);
-    const status = cr?.status;
     if (!cr) {
-      out.push(`${name}: missing`);
+      out.push(`CR ${name}: missing`);
       continue;
     }
-    if (status?.observedGeneration !== cr.metadata!.generation) out.push(`${name}: observedGeneration ${status?.observedGeneration} != ${cr.metadata!.generation}`);
-    if (status?.conditions?.find((c) => c.type === 'Ready')?.status !== 'True') out.push(`${name}: not Ready`);
-    if (status?.conditions?.find((c) => c.type === 'Degraded')?.status !== 'False') out.push(`${name}: Degraded not False`);
-    const selector = ContainerApp.selectorLabelsOf(name, kind.appName);
-    const own = pods.filter((p) => Object.entries(selector).every(([k, v]) => p.metadata?.labels?.[k] === v));
-    const podNames = own.map((p) => p.metadata!.name!).sort();
-    if (JSON.stringify(status?.nodes ?? []) !== JSON.stringify(podNames)) out.push(`${name}: status.nodes ${JSON.stringify(status?.nodes)} != pods ${JSON.stringify(podNames)}`);
-    if (podNames.length !== size || !own.every(isReady)) out.push(`${name}: ${own.filter(isReady).length}/${podNames.length} pods ready, size ${size}`);
+    out.push(...convergenceProblems(kind, name, cr, size, pods));
   }
   return out;
 }

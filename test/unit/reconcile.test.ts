@@ -5,7 +5,7 @@ import { beforeEach, describe, expect, test } from '@jest/globals';
 import { KubernetesObject, V1Deployment, V1NetworkPolicy, V1Pod, V1PodDisruptionBudget, V1ReplicaSet, V1Service } from '@kubernetes/client-node';
 import { SAMPLE_KIND } from 'appkind-operator/kinds';
 import { render } from '../../operator/kinds/render.js';
-import { CachedResource, Reconciler, ReconcilerDeps, ReconcileError } from '../../operator/controller/reconcile.js';
+import { CachedResource, Reconciler, ReconcileError, ReconcilerDeps } from '../../operator/controller/reconcile.js';
 import { OwnStatusWrites } from '../../operator/controller/own-status-writes.js';
 import { KindWaves } from '../../operator/controller/waves.js';
 import { CacheReader, OWNER_INDEX, ownerIndex } from '../../operator/runtime/cache.js';
@@ -102,30 +102,29 @@ describe('Reconciler', () => {
     client = new RecordingClient();
     events = [];
     logLines = [];
-    reconciler = new Reconciler({
-      ...reconcilerDeps(),
+    reconciler = reconcilerWith({
       events: { record: async (_obj, _type, reason, message) => void events.push({ reason, message }) },
       log: createLogger('debug', { write: (line) => logLines.push(line) }),
       memory: { ownStatusWrites: new OwnStatusWrites() },
     });
   });
 
-  /** The reconciler's needs on this test's caches and client, with no memory, Events or log. */
-  const reconcilerDeps = (): ReconcilerDeps => ({
-    kinds: new Map([[SAMPLE_KIND.kind, SAMPLE_KIND]]),
-    crs: new Map([[SAMPLE_KIND.kind, crs]]),
-    deployments,
-    services,
-    podDisruptionBudgets: new MemoryCache<V1PodDisruptionBudget>({ [OWNER_INDEX]: ownerIndex }),
-    networkPolicies: new MemoryCache<V1NetworkPolicy>({ [OWNER_INDEX]: ownerIndex }),
-    pods,
-    replicaSets: new MemoryCache<V1ReplicaSet>({ [OWNER_INDEX]: ownerIndex }),
-    rest: client,
-    events: { record: async () => undefined },
-    fieldManager: MANAGER,
-    log: createLogger('warn', { write: () => undefined }),
-    now: () => NOW,
-  });
+  /** A Reconciler over this test's caches and client; `deps` gives what differs. */
+  const reconcilerWith = (deps: Pick<ReconcilerDeps, 'events' | 'log' | 'memory'> & Partial<Pick<ReconcilerDeps, 'kinds'>>) =>
+    new Reconciler({
+      kinds: new Map([[SAMPLE_KIND.kind, SAMPLE_KIND]]),
+      crs: new Map([[SAMPLE_KIND.kind, crs]]),
+      deployments,
+      services,
+      podDisruptionBudgets: new MemoryCache<V1PodDisruptionBudget>({ [OWNER_INDEX]: ownerIndex }),
+      networkPolicies: new MemoryCache<V1NetworkPolicy>({ [OWNER_INDEX]: ownerIndex }),
+      pods,
+      replicaSets: new MemoryCache<V1ReplicaSet>({ [OWNER_INDEX]: ownerIndex }),
+      rest: client,
+      fieldManager: MANAGER,
+      now: () => NOW,
+      ...deps,
+    });
 
   test('a new CR: both children created create-only, owned by the CR, then one status write with the NodePort', async () => {
     crs.put(cr(3));
@@ -186,7 +185,12 @@ describe('Reconciler', () => {
     const woken: string[] = [];
     const waves = new KindWaves({ total: () => 2, wake: (keys) => woken.push(...keys) });
     waves.kindChanged(SAMPLE_KIND, v2);
-    const waved = new Reconciler({ ...reconcilerDeps(), kinds: new Map([[v2.kind, v2]]), crs: new Map([[v2.kind, crs]]), memory: { waves } });
+    const waved = reconcilerWith({
+      kinds: new Map([[v2.kind, v2]]),
+      events: { record: async () => undefined },
+      log: createLogger('warn', { write: () => undefined }),
+      memory: { waves },
+    });
     for (const obj of render(SAMPLE_KIND, cr(2))) (obj.kind === 'Deployment' ? deployments : services).put(liveChild(obj) as never);
     // Another app of the kind has the one turn.
     const other = refKey({ kind: 'EchoFlask', namespace: 'ns', name: 'other' });
@@ -211,8 +215,9 @@ describe('Reconciler', () => {
 
   test('the objects blocking a CR are told to the conflict tracker at each reconcile, none once it is not blocked', async () => {
     const observed: string[][] = [];
-    const tracked = new Reconciler({
-      ...reconcilerDeps(),
+    const tracked = reconcilerWith({
+      events: { record: async () => undefined },
+      log: createLogger('warn', { write: () => undefined }),
       memory: { conflicts: { observe: (k, blockers) => void observed.push([k, ...blockers.map((b) => `${b.kind} ${b.metadata?.namespace}/${b.metadata?.name}`)]) } },
     });
     const [deployment] = render(SAMPLE_KIND, cr(1)).map((o) => liveChild(o, 'someone-else'));
