@@ -34,6 +34,7 @@ export class Manager {
   private readonly kinds: Map<string, AppKind>;
   private elector?: LeaderElector;
   private readonly memory: ReconcilerMemory;
+  private rolloutStopped?: (kind: string, reason: string) => void;
 
   constructor(
     kc: KubeAccess,
@@ -54,6 +55,10 @@ export class Manager {
       total: (kind) => (this.controller.caches.crs.get(kind)?.informers ?? []).reduce((n, i) => n + i.list().length, 0),
       // Later, not inside the reconcile or the kind change that frees a turn: an idle worker may take a key at once.
       wake: (keys) => setImmediate(() => keys.forEach((key) => this.controller.queue.add(key))),
+      stopped: (kind, reason) => {
+        log.warn('kind rollout stopped', { kind, reason });
+        this.rolloutStopped?.(kind, reason);
+      },
     }));
     const expectations = new Expectations();
     const { fieldManager } = settings;
@@ -137,6 +142,11 @@ export class Manager {
   rolloutSummary(kind: string): RolloutSummary | undefined {
     const served = this.kinds.get(kind);
     return served && this.memory.waves.summary(served);
+  }
+
+  /** `fn` is told when a kind's rollout stops at a failing wave (run.ts records it on the kinds ConfigMap). */
+  onRolloutStopped(fn: (kind: string, reason: string) => void): void {
+    this.rolloutStopped = fn;
   }
 
   /**

@@ -446,7 +446,6 @@ export class Reconciler {
     });
     if (seen.failed) {
       const message = `the ${kind.kind} rollout stopped at this app (${seen.failed}): apps not rolled yet keep their pod template until the kind's settings change again`;
-      log.warn('kind rollout stopped', { kind: kind.kind, reason: seen.failed });
       await this.deps.events.record(cr, 'Warning', 'KindRolloutStopped', message, log);
     }
     // A moment past the deadline, so the reconcile then finds it passed.

@@ -104,6 +104,8 @@ export interface KindWavesOptions {
   readonly total: (kind: string) => number;
   /** Apps to reconcile again: their turn came, or the rollout stopped (their condition says so). */
   readonly wake: (keys: string[]) => void;
+  /** The rollout of `kind` stopped, and why (the failed apps named): told once per stop. */
+  readonly stopped?: (kind: string, reason: string) => void;
   readonly now?: () => number;
 }
 
@@ -205,7 +207,9 @@ export class KindWaves {
     const reason = outcome.failure?.(entry.since!) ?? (left <= 0 ? `not Ready within ${deadlineMs / 1000} s` : undefined);
     if (!reason) return { deadlineInMs: left };
     rollout.apps.set(key, { state: 'failed', reason });
+    const first = !rollout.stopped;
     this.stop(rollout);
+    if (first) this.opts.stopped?.(kind.kind, rollout.stopped!);
     return { failed: reason };
   }
 

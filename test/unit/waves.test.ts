@@ -23,11 +23,13 @@ describe('KindWaves', () => {
   let now: number;
   let woken: string[];
   let waves: KindWaves;
+  let stops: string[];
 
   beforeEach(() => {
     now = 1_000_000;
     woken = [];
-    waves = new KindWaves({ total: () => 6, wake: (keys) => woken.push(...keys), now: () => now });
+    stops = [];
+    waves = new KindWaves({ total: () => 6, wake: (keys) => woken.push(...keys), stopped: (kind, reason) => void stops.push(`${kind}: ${reason}`), now: () => now });
     waves.kindChanged(V1, V2);
   });
 
@@ -58,6 +60,7 @@ describe('KindWaves', () => {
     for (const i of [1, 2, 3, 4]) waves.turn(V2, key(i));
     expect(waves.observe(V2, key(2), { atTarget: true, ready: false, failure: () => 'ErrImagePull' })).toEqual({ failed: 'ErrImagePull' });
     expect(woken).toEqual([key(3), key(4)]);
+    expect(stops).toEqual([expect.stringMatching(/^Web: ns\/app-2 \(ErrImagePull\) did not become Ready/)]);
     waves.observe(V2, key(1), { atTarget: true, ready: true });
     expect(woken).toEqual([key(3), key(4)]);
     expect(waves.turn(V2, key(3))).toBe('wait');
