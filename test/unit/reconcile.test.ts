@@ -213,6 +213,27 @@ describe('Reconciler', () => {
     expect(waves.summary(v2)).toMatchObject({ inFlight: 1, waiting: 0, updated: 1 });
   });
 
+  test("a CR's own edit of its pod template goes at once, its kind's change with it, even with no turn free", async () => {
+    const v2 = { ...SAMPLE_KIND, image: 'takeyan/flask:0.0.4', rollout: { maxConcurrent: '1' } };
+    const waves = new KindWaves({ total: () => 2, wake: () => undefined });
+    waves.kindChanged(SAMPLE_KIND, v2);
+    const waved = reconcilerWith({
+      kinds: new Map([[v2.kind, v2]]),
+      events: { record: async () => undefined },
+      log: createLogger('warn', { write: () => undefined }),
+      memory: { waves },
+    });
+    for (const obj of render(SAMPLE_KIND, cr(2))) (obj.kind === 'Deployment' ? deployments : services).put(liveChild(obj) as never);
+    expect(waves.turn(v2, refKey({ kind: 'EchoFlask', namespace: 'ns', name: 'other' }))).toBe('roll');
+    // Generation 2, its port edited; the status is of generation 1.
+    const edited = cr(2, { observedGeneration: 1, conditions: [] });
+    crs.put({ ...edited, metadata: { ...edited.metadata, generation: 2 }, spec: { size: 2, port: 5001 } });
+    await waved.reconcile(key);
+    const applied = client.calls.find((c) => c.verb === 'apply' && c.object.startsWith('Deployment'))!.body as V1Deployment;
+    expect(applied.spec?.template.spec?.containers[0]).toMatchObject({ image: v2.image, ports: [expect.objectContaining({ containerPort: 5001 })] });
+    expect(waves.summary(v2)).toMatchObject({ inFlight: 1, waiting: 0 });
+  });
+
   test('the objects blocking a CR are told to the conflict tracker at each reconcile, none once it is not blocked', async () => {
     const observed: string[][] = [];
     const tracked = reconcilerWith({
