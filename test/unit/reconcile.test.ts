@@ -180,7 +180,11 @@ describe('Reconciler', () => {
     expect(status.conditions.find((c) => c.type === 'Degraded')).toMatchObject({ status: 'True', reason: 'NameConflict' });
   });
 
-  test("a kind's image change: an app without a turn keeps its pod template, its scale change applied, and says it waits; in its turn it rolls", async () => {
+  /**
+   * The sample kind's image changed (one app at a time) while the CR's app of size 2 runs the old one,
+   * and another app of the kind has the one turn.
+   */
+  function kindImageChanged() {
     const v2 = { ...SAMPLE_KIND, image: 'takeyan/flask:0.0.4', rollout: { maxConcurrent: '1' } };
     const woken: string[] = [];
     const waves = new KindWaves({ total: () => 2, wake: (keys) => woken.push(...keys) });
@@ -192,9 +196,13 @@ describe('Reconciler', () => {
       memory: { waves },
     });
     for (const obj of render(SAMPLE_KIND, cr(2))) (obj.kind === 'Deployment' ? deployments : services).put(liveChild(obj) as never);
-    // Another app of the kind has the one turn.
     const other = refKey({ kind: 'EchoFlask', namespace: 'ns', name: 'other' });
     expect(waves.turn(v2, other)).toBe('roll');
+    return { v2, woken, waves, waved, other };
+  }
+
+  test("a kind's image change: an app without a turn keeps its pod template, its scale change applied, and says it waits; in its turn it rolls", async () => {
+    const { v2, woken, waves, waved, other } = kindImageChanged();
     crs.put(cr(3));
     await waved.reconcile(key);
     const held = client.calls.find((c) => c.verb === 'apply')!.body as V1Deployment;
@@ -214,17 +222,7 @@ describe('Reconciler', () => {
   });
 
   test("a CR's own edit of its pod template goes at once, its kind's change with it, even with no turn free", async () => {
-    const v2 = { ...SAMPLE_KIND, image: 'takeyan/flask:0.0.4', rollout: { maxConcurrent: '1' } };
-    const waves = new KindWaves({ total: () => 2, wake: () => undefined });
-    waves.kindChanged(SAMPLE_KIND, v2);
-    const waved = reconcilerWith({
-      kinds: new Map([[v2.kind, v2]]),
-      events: { record: async () => undefined },
-      log: createLogger('warn', { write: () => undefined }),
-      memory: { waves },
-    });
-    for (const obj of render(SAMPLE_KIND, cr(2))) (obj.kind === 'Deployment' ? deployments : services).put(liveChild(obj) as never);
-    expect(waves.turn(v2, refKey({ kind: 'EchoFlask', namespace: 'ns', name: 'other' }))).toBe('roll');
+    const { v2, waves, waved } = kindImageChanged();
     // Generation 2, its port edited; the status is of generation 1.
     const edited = cr(2, { observedGeneration: 1, conditions: [] });
     crs.put({ ...edited, metadata: { ...edited.metadata, generation: 2 }, spec: { size: 2, port: 5001 } });
