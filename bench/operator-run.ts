@@ -109,7 +109,7 @@ async function startOperator(env: NodeJS.ProcessEnv, port: number, s: Settings, 
 async function operatorRun(n: number, s: Settings, onExit: (code: number | null) => void, unrelated = 0): Promise<OperatorRun> {
   const cp = await startControlPlane(n, s);
   try {
-    const { rest, port, env } = await setUpOperator(cp);
+    const { rest, port, env } = await setUpOperator(cp, s.rollout ? [ROLLOUT_IMAGE] : []);
     for (const name of ['APPKIND_WORKERS', 'APPKIND_STATUS_INTERVAL_MS', 'APPKIND_LOG_LEVEL']) if (settingsEnv[name]) env[name] = settingsEnv[name];
     let unrelatedObjects: OperatorRun['unrelated'];
     if (unrelated > 0) {
