@@ -2,7 +2,7 @@
 // and the operator's install bundle (dist/appkind-operator.k8s.yaml).
 import { App, Chart } from 'cdk8s';
 import { OperatorBundle } from 'cdk8s-appkind';
-import { ConfigError, loadAppKinds, watchNamespaces } from 'appkind-operator/kinds';
+import { ConfigError, kindGroups, loadAppKinds, watchNamespaces } from 'appkind-operator/kinds';
 import { withPrefixedSettings } from 'appkind-operator/settings';
 import { addKindCharts } from './sample.js';
 
@@ -17,6 +17,7 @@ try {
     image: env.APPKIND_OPERATOR_IMAGE || undefined,
     namespace: env.APPKIND_OPERATOR_NAMESPACE || undefined,
     watchNamespaces: watchNamespaces(env),
+    kindGroups: kindGroups(env),
   });
   app.synth();
 } catch (e) {

@@ -12,7 +12,9 @@ import { loadKubeAccess } from './runtime/kubeconfig.js';
 import { createLogger, Logger } from './runtime/log.js';
 import { OperatorMetrics } from './runtime/metrics.js';
 import { KindsFile } from './controller/kinds-file.js';
+import { KindSources } from './controller/kind-sources.js';
 import { Manager } from './controller/manager.js';
+import { AppKindSource } from './appkinds/source.js';
 import { EventRecorder } from './runtime/events.js';
 import type { AppKind } from 'cdk8s-appkind';
 import { loadSettings, OperatorSettings } from './settings.js';
@@ -32,7 +34,14 @@ function leaseNamespace(settings: OperatorSettings): string {
  * Serves the kinds file's valid edits; a refused edit is logged, counted (appkind_config_last_reload_successful 0)
  * and, when the file is a ConfigMap's, a Warning Event on it (`kubectl describe configmap`).
  */
-function watchKindsFile(settings: OperatorSettings, manager: Manager, metrics: OperatorMetrics, log: Logger): KindsFile {
+function watchKindsFile(
+  settings: OperatorSettings,
+  manager: Manager,
+  sources: KindSources,
+  appKinds: AppKindSource,
+  metrics: OperatorMetrics,
+  log: Logger,
+): KindsFile {
   const file = settings.configFile!;
   const events = new EventRecorder(manager.rest, settings.fieldManager, log);
   const configMap = settings.configMap && {
@@ -45,7 +54,9 @@ function watchKindsFile(settings: OperatorSettings, manager: Manager, metrics: O
   const kindsFile = new KindsFile(file, {
     valid: (kinds) => {
       metrics.configReloaded(true);
-      const changes = manager.setKinds(kinds);
+      const changes = sources.setFileKinds(kinds);
+      // An AppKind refused for a kind the file served, or now taking one, is judged again.
+      appKinds.resync();
       served = kinds;
       log.info('kinds configuration changed', { file, ...changes, kinds: names(kinds) });
       const what = Object.entries(changes)
@@ -105,6 +116,18 @@ async function run(settings: OperatorSettings, log: Logger): Promise<void> {
   const manager = new Manager(kc, settings, log, metrics, {
     userAgent: `appkind-operator (${process.platform}/${process.arch}) ${identity}`,
   });
+  const sources = new KindSources(manager, settings.kinds);
+  const appKinds = new AppKindSource({
+    rest: manager.rest,
+    log: log.child({ controller: 'appkind-api' }),
+    sources,
+    resourceCount: (kind) => manager.resourceCount(kind),
+    listFailure: (kind) => manager.listFailure(kind),
+    fieldManager: settings.fieldManager,
+    managedBy: settings.leaseName,
+    staleMs: settings.watchStaleSeconds * 1000,
+  });
+  manager.whenWorkersStart(() => appKinds.startWorkers());
   const reviews = settings.metricsSecure && settings.metricsPort >= 0 ? new RestClient(kc) : undefined;
   const secure = reviews && (await secureMetrics(settings, reviews, log));
   const servers = await startProbeServers({
@@ -160,6 +183,7 @@ async function run(settings: OperatorSettings, log: Logger): Promise<void> {
       queued: manager.queue.depth,
     });
     kindsFile?.stop();
+    await appKinds.stop(settings.shutdownGraceSeconds * 1000);
     await manager.stop(settings.shutdownGraceSeconds * 1000);
     manager.rest.close();
     stopCertificateWatch?.();
@@ -171,7 +195,8 @@ async function run(settings: OperatorSettings, log: Logger): Promise<void> {
   process.on('SIGTERM', () => void shutdown('SIGTERM', 0));
   process.on('SIGINT', () => void shutdown('SIGINT', 0));
 
-  const kindsFile = settings.configFile ? watchKindsFile(settings, manager, metrics, log) : undefined;
+  const kindsFile = settings.configFile ? watchKindsFile(settings, manager, sources, appKinds, metrics, log) : undefined;
+  appKinds.start();
   // Like controller-runtime: a replica that lost the lease exits at once, without draining (its
   // writes are fenced already), and is restarted as a standby. Another replica may lead by now.
   await manager.start(() => {

@@ -2,7 +2,7 @@
 // (cdk8s-appkind's operator-settings.ts), each checked and named in the error when it is wrong.
 import { AppKind } from 'cdk8s-appkind';
 import { BoolRow, ChoiceRow, IntRow, OPERATOR_SETTINGS, TextRow } from 'cdk8s-appkind/build/operator-settings.js';
-import { loadAppKinds, watchNamespaces } from './kinds/sources.js';
+import { kindGroups, loadAppKinds, watchNamespaces } from './kinds/sources.js';
 import { ConfigError } from './kinds/validate.js';
 import type { LogLevel } from './runtime/log.js';
 import { withPrefixedSettings } from './settings-env.js';
@@ -13,6 +13,8 @@ export interface OperatorSettings {
   readonly kinds: AppKind[];
   /** Namespaces to watch; empty means all namespaces. Env APPKIND_WATCH_NAMESPACE (comma-separated). */
   readonly namespaces: string[];
+  /** API groups AppKinds may define kinds in (the install's kindGroups); empty means none. Env APPKIND_KIND_GROUPS (comma-separated). */
+  readonly kindGroups: string[];
   /**
    * Parallel reconciles. Env APPKIND_WORKERS. @default 8 (a reconcile mostly waits on the API server; at
    * 1000 CRs two workers left keys queued behind each other's round trips; see the figures in docs/benchmark.md)
@@ -140,6 +142,7 @@ export function loadSettings(given: NodeJS.ProcessEnv = process.env): OperatorSe
   const settings: OperatorSettings = {
     kinds: loadAppKinds(env),
     namespaces: watchNamespaces(env),
+    kindGroups: kindGroups(env),
     workers: intSetting(env, S.workers),
     statusIntervalMs: intSetting(env, S.statusIntervalMs),
     fieldManager: textSetting(env, S.fieldManager)!,

@@ -2,14 +2,14 @@
 // need in one command (their CRDs, the operator's RBAC for them, their -view/-edit roles) on the
 // cluster of the current kubeconfig; `--print` writes that YAML to stdout instead
 // (`npm run -s kinds -- --print | kubectl apply -f -`). See tools/release/kinds.ts.
-// `--helm-values` needs no cluster: it writes the Helm chart's values `kinds` and `kindObjects` for the
-// configured kinds (APPKIND_CONFIG, the six variables, else the sample kind) to stdout
+// `--helm-values` needs no cluster: it writes the Helm chart's values `kinds`, `kindGroups` and `kindObjects`
+// for the configured kinds (APPKIND_CONFIG, the six variables, else the sample kind) and APPKIND_KIND_GROUPS to stdout
 // (`helm install|upgrade ... -f` that file; tools/release/chart.ts).
 // Usage: npm run kinds -- [--namespace appkind-system] [--name appkind-operator] [--print | --helm-values]
 import { KubeConfig } from '@kubernetes/client-node';
 import { parseArgs } from 'node:util';
 import { Yaml } from 'cdk8s';
-import { ConfigError, loadAppKinds } from 'appkind-operator/kinds';
+import { ConfigError, kindGroups, loadAppKinds } from 'appkind-operator/kinds';
 import { withPrefixedSettings } from 'appkind-operator/settings';
 import { stringify } from 'yaml';
 import { kindValues } from '../tools/release/chart.js';
@@ -23,9 +23,9 @@ async function main(): Promise<void> {
     strict: true,
   });
   if (values['helm-values']) {
-    const kinds = loadAppKinds(withPrefixedSettings(process.env).env);
-    process.stdout.write(`# The appkind-operator chart's kinds and what serving them installs (npm run kinds -- --helm-values)\n`);
-    process.stdout.write(stringify(kindValues(kinds, values.name), { lineWidth: 0 }));
+    const { env } = withPrefixedSettings(process.env);
+    process.stdout.write(`# The appkind-operator chart's kinds and kindGroups and what serving them installs (npm run kinds -- --helm-values)\n`);
+    process.stdout.write(stringify(kindValues(loadAppKinds(env), values.name, kindGroups(env)), { lineWidth: 0 }));
     return;
   }
   const kc = new KubeConfig();
@@ -33,8 +33,8 @@ async function main(): Promise<void> {
   if (values.print) {
     const rest = new RestClient(kc);
     try {
-      const { kinds, watchNamespaces } = await installedKinds(rest, values.namespace, values.name);
-      process.stdout.write(Yaml.stringify(...kindsObjects({ kinds, namespace: values.namespace, name: values.name, watchNamespaces })));
+      const { kinds, watchNamespaces, kindGroups } = await installedKinds(rest, values.namespace, values.name);
+      process.stdout.write(Yaml.stringify(...kindsObjects({ kinds, namespace: values.namespace, name: values.name, watchNamespaces, kindGroups })));
     } finally {
       rest.close();
     }

@@ -16,7 +16,9 @@
 //   --monitoring  install.yaml also holds OperatorMonitoring's ServiceMonitor, PrometheusRule and
 //                 Grafana dashboard ConfigMap, and the chart's monitoring.enabled defaults to true
 //                 (needs the prometheus-operator CRDs; docs/monitoring.md)
-// Kinds come from the usual configuration (APPKIND_CONFIG, the six variables, else the sample kind).
+// Kinds come from the usual configuration (APPKIND_CONFIG, the six variables, else the sample kind);
+// APPKIND_KIND_GROUPS (comma-separated) lists the API groups AppKinds may define kinds in, written into
+// install.yaml (the bundle's kindGroups) and the chart's kindGroups (default none: no CRD is made).
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -68,7 +70,8 @@ function manifests(image: string, env: NodeJS.ProcessEnv, monitoring: boolean): 
 /** The Helm chart charts/appkind-operator with the release's image and kinds: its folder, and the archive `helm package` would make (a gzipped tar of that folder). */
 function chart(image: string, env: NodeJS.ProcessEnv, monitoring: boolean): void {
   const dir = join(OUT, 'chart', CHART_NAME);
-  writeChart(dir, image, bundleProps(env, image).kinds, monitoring);
+  const props = bundleProps(env, image);
+  writeChart(dir, image, props.kinds, monitoring, props.kindGroups);
   const archive = `${CHART_NAME}-${VERSION}.tgz`;
   execFileSync('tar', ['-czf', join(OUT, archive), '-C', join(OUT, 'chart'), CHART_NAME]);
   const same = `the objects of install.yaml${monitoring ? ', monitoring.enabled' : ''}, less the Namespace --create-namespace makes`;

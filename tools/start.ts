@@ -1,5 +1,6 @@
 // `npm start`: a real control plane on loopback, the CRDs of the configured kinds (the six
-// walkthrough variables, APPKIND_CONFIG, or the sample kind) and the operator serving them.
+// walkthrough variables, APPKIND_CONFIG, or the sample kind) and of the AppKind API, and the operator
+// serving them and every AppKind applied.
 // `npm start -- --real-node`: a real node (containerd, kubelet, kube-proxy) instead of kwok's fake
 // one, with the echo stand-in for the sample kind's image loaded (root and Linux; see
 // tools/controlplane/README.md), and metrics-server for HorizontalPodAutoscalers (docs/autoscaling.md).
@@ -12,7 +13,9 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { crdObjects } from 'appkind-operator/kinds';
 import { ConfigError, loadAppKinds } from 'appkind-operator/kinds';
 import { prefixed } from 'appkind-operator/settings';
-import type { AppKind } from 'cdk8s-appkind';
+import { AppKindApiCrd, type AppKind } from 'cdk8s-appkind';
+import { App, Chart } from 'cdk8s';
+import type { KubernetesObject } from '@kubernetes/client-node';
 import { applyManifests } from './controlplane/apply.js';
 import { loadEchoStandIn } from './echo-image.js';
 import { ControlPlane, killWithThisProcess, RealNodeUnavailableError } from './controlplane/controlplane.js';
@@ -30,15 +33,22 @@ export interface StartLocalOptions {
   realNode?: boolean;
 }
 
-/** Control plane + the kinds' CRDs applied (Established). The caller owns stop(). */
+/** The AppKind API's CRD: AppKinds applied to the local control plane are served. */
+function appKindApiCrd(): KubernetesObject {
+  const chart = new Chart(new App(), 'appkind-api');
+  new AppKindApiCrd(chart, 'api');
+  return chart.toJson()[0] as KubernetesObject;
+}
+
+/** Control plane + the kinds' CRDs and the AppKind API's CRD applied (Established). The caller owns stop(). */
 export async function startLocal(opts: StartLocalOptions = {}): Promise<ControlPlane> {
   const log = opts.log ?? logToStderr;
   const kinds = opts.kinds ?? loadAppKinds(process.env);
   // The real node also runs metrics-server, so `kubectl top` and HorizontalPodAutoscalers work (docs/autoscaling.md).
   const cp = await ControlPlane.start({ auditLog: opts.auditLog ?? process.env.APPKIND_AUDIT_LOG === '1', log, realNode: opts.realNode, metricsServer: opts.realNode });
   try {
-    await applyManifests(cp.kubeConfig(), crdObjects(kinds));
-    log(`controlplane: installed CRDs for ${kinds.map((k) => `${k.kind}.${k.group}`).join(', ')}`);
+    await applyManifests(cp.kubeConfig(), [...crdObjects(kinds), appKindApiCrd()]);
+    log(`controlplane: installed CRDs for ${kinds.map((k) => `${k.kind}.${k.group}`).join(', ')} and the AppKind API (${AppKindApiCrd.CRD_NAME})`);
   } catch (err) {
     await cp.stop();
     throw err;

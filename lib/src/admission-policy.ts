@@ -11,18 +11,25 @@ import { ImagePolicy } from './imagepolicy';
 import { TMP_VOLUME } from './podspec';
 import { Volume } from './volume';
 
-interface Validation {
+/** The AppKind API, whose objects serve kinds the install does not list (params of the policies that read them). */
+export const APPKIND_API = { group: 'appkind.io', version: 'v1alpha1', kind: 'AppKind', plural: 'appkinds' } as const;
+export const APPKIND_PARAM_KIND = { apiVersion: `${APPKIND_API.group}/${APPKIND_API.version}`, kind: APPKIND_API.kind };
+
+/** A ValidatingAdmissionPolicy validation. */
+export interface Validation {
   readonly expression: string;
   readonly message: string;
+  /** A message built from the request (CEL); `message` when it fails. */
+  readonly messageExpression?: string;
 }
 
 /** A CEL string literal (single quotes; backslashes and quotes escaped). */
-function str(s: string): string {
+export function str(s: string): string {
   return `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
 }
 
 /** A CEL list of string literals. */
-function list(xs: readonly string[]): string {
+export function list(xs: readonly string[]): string {
   return `[${xs.map(str).join(', ')}]`;
 }
 
@@ -31,7 +38,8 @@ function kindKey(kind: AppKind): string {
   return `${AppKindCrd.apiVersionOf(kind)}, Kind=${kind.kind}`;
 }
 
-// The CR whose controller reference the object carries: `apiVersion, Kind=kind`, or '' without exactly one.
+// The CR whose controller reference the object carries: `apiVersion, Kind=kind`, or '' without exactly
+// one; and its API group (a CRD's group always has a dot, so a core apiVersion like `v1` is in none).
 const OWNER_VARIABLES = [
   { name: 'controllers', expression: 'object.metadata.?ownerReferences.orValue([]).filter(r, r.?controller.orValue(false))' },
   {
@@ -39,6 +47,10 @@ const OWNER_VARIABLES = [
     expression: "variables.controllers.size() == 1 ? variables.controllers[0].apiVersion + ', Kind=' + variables.controllers[0].kind : ''",
   },
 ];
+const OWNER_GROUP = { name: 'ownerGroup', expression: "variables.controllers.size() == 1 ? variables.controllers[0].apiVersion.split('/')[0] : ''" };
+
+/** The owner variables, with the owner's group when kinds are also served from AppKinds in `kindGroups`. */
+const ownerVariables = (kindGroups: string[]) => (kindGroups.length === 0 ? OWNER_VARIABLES : [...OWNER_VARIABLES, OWNER_GROUP]);
 
 /** The only volume of `name` the kind renders: same name, same source, same ConfigMap, Secret or claim. */
 function volumeRule(v: Volume): string {
@@ -99,8 +111,15 @@ function deploymentRules(kind: AppKind): Validation[] {
   return rules;
 }
 
-/** The policy and its binding (validationActions Deny), both named `name`. */
-function policy(scope: Construct, id: string, name: string, labels: Record<string, string>, spec: Record<string, unknown> & { validations: Validation[] }): ApiObject[] {
+/** The policy and its binding (validationActions Deny, and `bindingSpec`), both named `name`. */
+export function policy(
+  scope: Construct,
+  id: string,
+  name: string,
+  labels: Record<string, string>,
+  spec: Record<string, unknown> & { validations: Validation[] },
+  bindingSpec: Record<string, unknown> = {},
+): ApiObject[] {
   // Forbidden (403): a write this identity may not make; the default, Invalid (422), would say the object is malformed.
   const validations = spec.validations.map((v) => ({ ...v, reason: 'Forbidden' }));
   const p = new ApiObject(scope, id, {
@@ -113,7 +132,7 @@ function policy(scope: Construct, id: string, name: string, labels: Record<strin
     apiVersion: 'admissionregistration.k8s.io/v1',
     kind: 'ValidatingAdmissionPolicyBinding',
     metadata: { name, labels },
-    spec: { policyName: name, validationActions: ['Deny'] },
+    spec: { policyName: name, ...bindingSpec, validationActions: ['Deny'] },
   } as never);
   return [p, binding];
 }
@@ -128,20 +147,84 @@ function common(resources: { group: string; plural: string }[], username: string
 }
 
 /**
+ * For a child of a CR of a kind served from an AppKind (whose settings the install does not know), the
+ * rules of its AppKind, read as a param: each AppKind is judged in turn and only the one whose group and
+ * kind are the owner's constrains. The image and the Service type; the policy `<name>-appkind-children`.
+ */
+function appKindChildPolicy(scope: Construct, name: string, labels: Record<string, string>, username: string, kindGroups: string[]): ApiObject[] {
+  // Optional field access throughout: one malformed AppKind must not fail (and so refuse) every other kind's children.
+  const ofOwner = (check: string) =>
+    `!(params.?spec.?group.orValue('') == variables.ownerGroup && params.?spec.?kind.orValue('') == variables.controllers[0].kind) || (${check})`;
+  // The image patterns of ImagePolicy, read from the AppKind: exact, a prefix ending in `*`, or `*`.
+  const allowed =
+    "c.image == params.?spec.?image.orValue('') || params.?spec.?allowedImages.orValue([]).exists(p, p == '*' || (p.endsWith('*') ? c.image.startsWith(p.substring(0, p.size() - 1)) : c.image == p))";
+  return policy(
+    scope,
+    'AppKindChildPolicy',
+    `${name}-appkind-children`,
+    labels,
+    {
+      failurePolicy: 'Fail',
+      paramKind: APPKIND_PARAM_KIND,
+      matchConstraints: {
+        resourceRules: [
+          { apiGroups: ['apps'], apiVersions: ['*'], resources: ['deployments'], operations: ['CREATE', 'UPDATE'] },
+          { apiGroups: [''], apiVersions: ['*'], resources: ['services'], operations: ['CREATE', 'UPDATE'] },
+        ],
+      },
+      matchConditions: [
+        { name: 'operator-service-account', expression: `request.userInfo.username == ${str(username)}` },
+        {
+          name: 'owned-by-an-appkind-kind',
+          expression: `object.metadata.?ownerReferences.orValue([]).filter(r, r.?controller.orValue(false)).exists_one(r, r.apiVersion.split('/')[0] in ${list(kindGroups)})`,
+        },
+      ],
+      variables: ownerVariables(kindGroups),
+      validations: [
+        {
+          expression: ofOwner(`request.resource.resource != 'deployments' || object.spec.template.spec.containers.all(c, ${allowed})`),
+          message: 'the construct renders no Deployment with an image its AppKind does not allow (spec.image, spec.allowedImages)',
+          messageExpression: "'the construct renders no Deployment with an image AppKind ' + params.metadata.name + ' does not allow (spec.image, spec.allowedImages)'",
+        },
+        {
+          expression: ofOwner(`request.resource.resource != 'services' || object.spec.type == params.?spec.?serviceType.orValue('NodePort')`),
+          message: 'a Service of a type its AppKind does not render (spec.serviceType)',
+          messageExpression: "'a Service of a type AppKind ' + params.metadata.name + ' does not render (spec.serviceType)'",
+        },
+      ],
+    },
+    // A child of a kind in kindGroups with no AppKind at all is no app the operator serves.
+    { paramRef: { selector: {}, parameterNotFoundAction: 'Deny' } },
+  );
+}
+
+/**
  * Renders, into `scope`, three ValidatingAdmissionPolicies and their bindings (`<name>-deployments`,
  * `<name>-services`, `<name>-pod-policies`) that refuse writes by the ServiceAccount `username` of any
  * Deployment or Service the construct could not have rendered for a CR of one of `kinds`, and of any
- * PodDisruptionBudget or NetworkPolicy not controlled by such a CR. Returns the six objects (cluster-scoped).
+ * PodDisruptionBudget or NetworkPolicy not controlled by such a CR. A CR of a kind in `kindGroups`
+ * (served from an AppKind) is admitted as an owner under the rules every kind has, and, with
+ * `kindGroups`, a fourth policy `<name>-appkind-children` applies its AppKind's image and Service type.
+ * Returns the objects (cluster-scoped).
  */
-export function addChildAdmissionPolicies(scope: Construct, name: string, labels: Record<string, string>, username: string, kinds: AppKind[]): ApiObject[] {
+export function addChildAdmissionPolicies(
+  scope: Construct,
+  name: string,
+  labels: Record<string, string>,
+  username: string,
+  kinds: AppKind[],
+  kindGroups: string[] = [],
+): ApiObject[] {
   const served = list(kinds.map(kindKey));
+  const fromAppKinds = kindGroups.length === 0 ? '' : ` || variables.ownerGroup in ${list(kindGroups)}`;
+  const appKindsText = kindGroups.length === 0 ? '' : `, or a kind an AppKind serves in ${kindGroups.join(', ')}`;
   const ownerRule: Validation = {
-    expression: `variables.owner in ${served}`,
-    message: `the operator writes only objects whose controller is a CR of a kind it serves (${kinds.map((k) => k.kind).join(', ')})`,
+    expression: `variables.owner in ${served}${fromAppKinds}`,
+    message: `the operator writes only objects whose controller is a CR of a kind it serves (${kinds.map((k) => k.kind).join(', ')}${appKindsText})`,
   };
   const deployments = policy(scope, 'DeploymentPolicy', `${name}-deployments`, labels, {
     ...common([{ group: 'apps', plural: 'deployments' }], username),
-    variables: [...OWNER_VARIABLES, { name: 'pod', expression: 'object.spec.template.spec' }],
+    variables: [...ownerVariables(kindGroups), { name: 'pod', expression: 'object.spec.template.spec' }],
     validations: [
       ownerRule,
       {
@@ -163,7 +246,7 @@ export function addChildAdmissionPolicies(scope: Construct, name: string, labels
   });
   const services = policy(scope, 'ServicePolicy', `${name}-services`, labels, {
     ...common([{ group: '', plural: 'services' }], username),
-    variables: OWNER_VARIABLES,
+    variables: ownerVariables(kindGroups),
     validations: [
       ownerRule,
       { expression: '!has(object.spec.externalIPs)', message: 'the construct renders no Service with externalIPs' },
@@ -176,8 +259,9 @@ export function addChildAdmissionPolicies(scope: Construct, name: string, labels
   // A NetworkPolicy written elsewhere could cut another app off, a PodDisruptionBudget block its drains.
   const others = policy(scope, 'PodPolicyPolicy', `${name}-pod-policies`, labels, {
     ...common([{ group: 'policy', plural: 'poddisruptionbudgets' }, { group: 'networking.k8s.io', plural: 'networkpolicies' }], username),
-    variables: OWNER_VARIABLES,
+    variables: ownerVariables(kindGroups),
     validations: [ownerRule],
   });
-  return [...deployments, ...services, ...others];
+  const appKindChildren = kindGroups.length === 0 ? [] : appKindChildPolicy(scope, name, labels, username, kindGroups);
+  return [...deployments, ...services, ...others, ...appKindChildren];
 }

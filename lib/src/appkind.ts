@@ -2,6 +2,22 @@ import { AppKindOverrides } from './overrides';
 import { RolloutOptions } from './rollout';
 import { AppSettings } from './settings';
 
+/** One version of an app kind's API (`AppKind.versions`). */
+export interface AppKindVersion {
+  /** Version name, e.g. `v1`. */
+  readonly name: string;
+  /**
+   * Whether the API server serves this version.
+   * @default true
+   */
+  readonly served?: boolean;
+  /**
+   * Whether CRs are stored at this version; exactly one version of the list is.
+   * @default false
+   */
+  readonly storage?: boolean;
+}
+
 /**
  * An app kind: a custom resource kind whose every object runs one container image behind a NodePort
  * Service. This is the whole of what a user declares; everything else is derived.
@@ -9,8 +25,19 @@ import { AppSettings } from './settings';
 export interface AppKind extends AppSettings {
   /** API group, a DNS subdomain, e.g. `swallowlab.com`. */
   readonly group: string;
-  /** API version, e.g. `v1alpha1`. */
+  /**
+   * API version, e.g. `v1alpha1`: the version the operator reads CRs at and names in its children's
+   * owner references. With `versions`, it must be one of them and served.
+   */
   readonly version: string;
+  /**
+   * Every version of the kind's API, all with the same schema (conversion `None`): several may be
+   * served, exactly one is the storage version. Changing the storage version moves the stored CRs to it
+   * (a storage migration); a version still in the CRD's `status.storedVersions` cannot be removed or
+   * stop being served.
+   * @default only `version`, served and stored
+   */
+  readonly versions?: AppKindVersion[];
   /** Kind, UpperCamelCase, e.g. `EchoFlask`. */
   readonly kind: string;
   /** Plural resource name, lower case, e.g. `echoflasks`. */

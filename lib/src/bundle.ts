@@ -3,7 +3,9 @@ import { k8s } from 'cdk8s-plus-27';
 import { Construct } from 'constructs';
 import { addChildAdmissionPolicies } from './admission-policy';
 import { AppKind } from './appkind';
+import { AppKindApiCrd } from './appkind-api';
 import { AppKindCrd } from './crd';
+import { addCrdAdmissionPolicies, builtInGroupProblem } from './crd-policy';
 import { OPERATOR_SETTINGS as SETTINGS, SettingRow } from './operator-settings';
 import { ImagePullPolicy, ResourceList, ResourceRequirements } from './resources';
 
@@ -66,10 +68,17 @@ export interface OperatorBundleProps {
    */
   readonly name?: string;
   /**
-   * Render the CRDs of the kinds (leave out when they are installed separately).
+   * Render the CRDs of the kinds and of the AppKind API (leave out when they are installed separately).
    * @default true
    */
   readonly crds?: boolean;
+  /**
+   * Render the AppKind API: its CRD (`appkinds.appkind.io`) and the ClusterRole `<name>-appkinds`
+   * (bound to the operator) to read AppKinds, write their status and finalizer, and make, change and
+   * delete the CRDs they declare, so that `kubectl apply` of an AppKind serves its kind.
+   * @default true
+   */
+  readonly appKindApi?: boolean;
   /**
    * Namespaces whose CRs are reconciled; empty means all, with a ClusterRole instead of Roles.
    * @default [] (all)
@@ -134,6 +143,16 @@ export interface OperatorBundleProps {
    */
   readonly admissionPolicy?: boolean;
   /**
+   * API groups whose kinds AppKind objects may define: the operator creates, updates and deletes CRDs
+   * (labelled `appkind.io/appkind`) in these groups only, reads their CRs and writes their status, and
+   * the `<group>-view`/`-edit` ClusterRoles let namespace users author them. Never a Kubernetes group
+   * (`*.k8s.io`, `*.kubernetes.io`) or `appkind.io`; use groups of your own, dedicated to AppKinds (the
+   * operator's rules cover every resource of a listed group). With `admissionPolicy`, the policy
+   * `<name>-crds` refuses any other CRD write of the operator's ServiceAccount.
+   * @default [] - AppKinds may use no group: the operator makes no CRD at all.
+   */
+  readonly kindGroups?: string[];
+  /**
    * A `kubernetes.io/tls` Secret in the operator's namespace (e.g. made by cert-manager for the
    * Service `<name>-metrics`) whose `tls.crt` and `tls.key` serve /metrics; the operator reads them
    * again when the Secret changes (APPKIND_METRICS_CERT_DIR).
@@ -188,6 +207,44 @@ function reconcileRules(kinds: AppKind[]): Rule[] {
   ];
 }
 
+/**
+ * Rules of the AppKind source, cluster-wide whatever the watched namespaces (AppKinds and CRDs are
+ * cluster-scoped): read AppKinds, set their finalizer (a patch of the object) and status. Its Events go
+ * to the namespace "default", as every cluster-scoped object's. The CRDs they declare: crdRules.
+ */
+const APPKIND_API_RULES: Rule[] = [
+  { apiGroups: [AppKindApiCrd.GROUP], resources: [AppKindApiCrd.PLURAL], verbs: ['get', 'list', 'watch', 'patch'] },
+  { apiGroups: [AppKindApiCrd.GROUP], resources: [`${AppKindApiCrd.PLURAL}/status`], verbs: ['patch'] },
+  { apiGroups: [AppKindApiCrd.GROUP], resources: [`${AppKindApiCrd.PLURAL}/finalizers`], verbs: ['update'] },
+  { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
+];
+// CRDs it made for AppKinds: created and changed with server-side apply (create + patch), status
+// (storedVersions) updated, deleted for an AppKind deleted with deletionPolicy Delete. Without groups, read only.
+function crdRules(kindGroups: string[]): Rule[] {
+  const crds = { apiGroups: ['apiextensions.k8s.io'], resources: ['customresourcedefinitions'] };
+  if (kindGroups.length === 0) return [{ ...crds, verbs: ['get', 'list', 'watch'] }];
+  return [
+    { ...crds, verbs: ['get', 'list', 'watch', 'create', 'patch', 'update', 'delete'] },
+    { ...crds, resources: ['customresourcedefinitions/status'], verbs: ['get', 'patch', 'update'] },
+  ];
+}
+
+/**
+ * Rules on the CRs of kinds served from AppKinds: the kinds are not known at install, so every
+ * resource of the allowed groups, as reconcileRules grants a listed kind's (read, status, finalizers),
+ * and update for storage migrations.
+ */
+function kindGroupRules(kindGroups: string[]): Rule[] {
+  if (kindGroups.length === 0) return [];
+  const apiGroups = [...kindGroups].sort();
+  return [
+    // update: a storage migration writes each CR back unchanged at the new storage version.
+    { apiGroups, resources: ['*'], verbs: ['get', 'list', 'watch', 'update'] },
+    { apiGroups, resources: ['*/status'], verbs: ['patch'] },
+    { apiGroups, resources: ['*/finalizers'], verbs: ['update'] },
+  ];
+}
+
 /** Label keys by which the built-in `view`, `edit` and `admin` ClusterRoles aggregate other ClusterRoles. */
 const AGGREGATE_TO = (role: 'view' | 'edit' | 'admin') => `rbac.authorization.k8s.io/aggregate-to-${role}`;
 
@@ -196,13 +253,13 @@ const AGGREGATE_TO = (role: 'view' | 'edit' | 'admin') => `rbac.authorization.k8
  * and their status and scale; edit adds writing CRs and scaling them, never writing their status (the
  * operator's). Neither reaches the Deployments, Services or pods the operator makes.
  */
-function authoringRules(kind: AppKind): { view: Rule[]; edit: Rule[] } {
-  const apiGroups = [kind.group];
+function authoringRules(group: string, plural: string): { view: Rule[]; edit: Rule[] } {
+  const apiGroups = [group];
   return {
-    view: [{ apiGroups, resources: [kind.plural, `${kind.plural}/status`, `${kind.plural}/scale`], verbs: ['get', 'list', 'watch'] }],
+    view: [{ apiGroups, resources: [plural, `${plural}/status`, `${plural}/scale`], verbs: ['get', 'list', 'watch'] }],
     edit: [
-      { apiGroups, resources: [kind.plural], verbs: ['create', 'update', 'patch', 'delete', 'deletecollection'] },
-      { apiGroups, resources: [`${kind.plural}/scale`], verbs: ['update', 'patch'] },
+      { apiGroups, resources: [plural], verbs: ['create', 'update', 'patch', 'delete', 'deletecollection'] },
+      { apiGroups, resources: [`${plural}/scale`], verbs: ['update', 'patch'] },
     ],
   };
 }
@@ -289,10 +346,16 @@ export class OperatorBundle extends Construct {
   constructor(scope: Construct, id: string, props: OperatorBundleProps) {
     super(scope, id);
     if (props.kinds.length === 0) throw new Error('OperatorBundle: kinds is empty; give at least one app kind');
+    const kindGroups = [...new Set(props.kindGroups ?? [])];
+    for (const group of kindGroups) {
+      const problem = builtInGroupProblem(group);
+      if (problem) throw new Error(`OperatorBundle: kindGroups: ${problem}; list API groups of your own (e.g. apps.example.com)`);
+    }
     this.namespace = props.namespace ?? DEFAULT_OPERATOR_NAMESPACE;
     this.name = props.name ?? DEFAULT_OPERATOR_NAME;
     this.selectorLabels = { 'app.kubernetes.io/name': this.name, 'app.kubernetes.io/component': 'operator' };
 
+    if ((props.appKindApi ?? true) && (props.crds ?? true)) new AppKindApiCrd(this, 'AppKindApi');
     if (props.crds ?? true) for (const appKind of props.kinds) clusterScoped(new AppKindCrd(this, AppKindCrd.nameOf(appKind), { appKind }).crd);
     if (props.createNamespace ?? true) {
       // The operator pod meets the "restricted" Pod Security Standard; enforcing it keeps it that way.
@@ -304,12 +367,17 @@ export class OperatorBundle extends Construct {
       metadata: this.meta(this.namespace, `${this.name}-kinds`),
       data: { [KINDS_KEY]: Yaml.stringify({ kinds: props.kinds }) },
     });
-    this.addRbac(props);
-    if (props.authoringRoles ?? true) for (const appKind of props.kinds) this.addAuthoringRoles(appKind);
+    this.addRbac(props, kindGroups);
+    if (props.authoringRoles ?? true) {
+      for (const appKind of props.kinds) this.addAuthoringRoles(AppKindCrd.nameOf(appKind), authoringRules(appKind.group, appKind.plural));
+      // Kinds of AppKinds are not known at install: every resource of the group (its CRDs are all the operator's).
+      for (const group of kindGroups) this.addAuthoringRoles(group, authoringRules(group, '*'));
+    }
     if (props.admissionPolicy ?? true) {
       const labels = this.meta().labels!;
       const username = `system:serviceaccount:${this.namespace}:${this.name}`;
-      for (const obj of addChildAdmissionPolicies(this, this.name, labels, username, props.kinds)) clusterScoped(obj);
+      for (const obj of addChildAdmissionPolicies(this, this.name, labels, username, props.kinds, kindGroups)) clusterScoped(obj);
+      for (const obj of addCrdAdmissionPolicies(this, this.name, labels, username, kindGroups)) clusterScoped(obj);
     }
     this.deployment = new k8s.KubeDeployment(this, 'Deployment', { metadata: this.meta(), spec: this.deploymentSpec(props) });
     this.metricsService = new k8s.KubeService(this, 'MetricsService', {
@@ -336,9 +404,9 @@ export class OperatorBundle extends Construct {
     return { name, namespace, labels: { ...this.selectorLabels, 'app.kubernetes.io/part-of': 'cdk8s-appkind' } };
   }
 
-  private addRbac(props: OperatorBundleProps): void {
+  private addRbac(props: OperatorBundleProps, kindGroups: string[]): void {
     const subjects: k8s.Subject[] = [{ kind: 'ServiceAccount', name: this.name, namespace: this.namespace }];
-    const rules = reconcileRules(props.kinds);
+    const rules = [...reconcileRules(props.kinds), ...kindGroupRules(kindGroups)];
     const watch = [...new Set(props.watchNamespaces ?? [])];
     if (watch.length === 0) {
       const { labels } = this.meta();
@@ -355,27 +423,32 @@ export class OperatorBundle extends Construct {
     this.addRole('LeaderElectionRole', this.meta(this.namespace, `${this.name}-leader-election`), leaseRules(this.name), subjects);
 
     const { labels } = this.meta();
-    const metricsAuth = `${this.name}-metrics-auth`;
-    clusterScoped(new k8s.KubeClusterRole(this, 'MetricsAuthRole', { metadata: { name: metricsAuth, labels }, rules: METRICS_AUTH_RULES }));
-    clusterScoped(
-      new k8s.KubeClusterRoleBinding(this, 'MetricsAuthRoleBinding', {
-        metadata: { name: metricsAuth, labels },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: metricsAuth },
-        subjects,
-      }),
-    );
+    // A ClusterRole bound to the operator, for what is cluster-scoped whatever the watched namespaces.
+    const boundClusterRole = (id: string, name: string, roleRules: Rule[]) => {
+      clusterScoped(new k8s.KubeClusterRole(this, `${id}Role`, { metadata: { name, labels }, rules: roleRules }));
+      clusterScoped(
+        new k8s.KubeClusterRoleBinding(this, `${id}RoleBinding`, {
+          metadata: { name, labels },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
+          subjects,
+        }),
+      );
+    };
+    // CRDs are cluster-scoped: a ClusterRole even when the operator watches some namespaces.
+    boundClusterRole('Crd', `${this.name}-crds`, crdRules(kindGroups));
+    boundClusterRole('MetricsAuth', `${this.name}-metrics-auth`, METRICS_AUTH_RULES);
+    if (props.appKindApi ?? true) boundClusterRole('AppKinds', `${this.name}-appkinds`, APPKIND_API_RULES);
     // Bound by whoever scrapes (no binding here): `kubectl create clusterrolebinding ... --clusterrole=<name>-metrics-reader`.
     clusterScoped(
       new k8s.KubeClusterRole(this, 'MetricsReaderRole', { metadata: { name: `${this.name}-metrics-reader`, labels }, rules: METRICS_READER_RULES }),
     );
   }
 
-  /** `-view` aggregates into view, edit and admin; `-edit` into edit and admin (edit includes view). */
-  private addAuthoringRoles(appKind: AppKind): void {
-    const rules = authoringRules(appKind);
+  /** `<prefix>-view` aggregates into view, edit and admin; `<prefix>-edit` into edit and admin (edit includes view). */
+  private addAuthoringRoles(prefix: string, rules: { view: Rule[]; edit: Rule[] }): void {
     const role = (suffix: 'view' | 'edit', aggregateTo: ('view' | 'edit' | 'admin')[]) => {
       const labels = { 'app.kubernetes.io/part-of': 'cdk8s-appkind', ...Object.fromEntries(aggregateTo.map((r) => [AGGREGATE_TO(r), 'true'])) };
-      const name = `${AppKindCrd.nameOf(appKind)}-${suffix}`;
+      const name = `${prefix}-${suffix}`;
       clusterScoped(new k8s.KubeClusterRole(this, `ClusterRole-${name}`, { metadata: { name, labels }, rules: rules[suffix] }));
     };
     role('view', ['view', 'edit', 'admin']);
@@ -399,6 +472,7 @@ export class OperatorBundle extends Construct {
       value(SETTINGS.config, `${KINDS_DIR}/${KINDS_KEY}`),
       value(SETTINGS.configMap, this.kindsConfigMap.name),
       value(SETTINGS.namespaces, (props.watchNamespaces ?? []).join(',')),
+      value(SETTINGS.kindGroups, [...new Set(props.kindGroups ?? [])].join(',')),
       value(SETTINGS.workers, props.workers ?? SETTINGS.workers.default),
       value(SETTINGS.logLevel, props.logLevel ?? SETTINGS.logLevel.default),
       value(SETTINGS.metricsPort, METRICS_PORT),

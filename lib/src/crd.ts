@@ -1,7 +1,8 @@
 import { k8s } from 'cdk8s-plus-27';
 import { Construct } from 'constructs';
 import { ContainerApp } from './app';
-import { AppKind } from './appkind';
+import { AppKind, AppKindVersion } from './appkind';
+import { conditionSchema } from './condition-schema';
 import { ServiceType } from './exposure';
 import { ImagePolicy } from './imagepolicy';
 
@@ -65,6 +66,31 @@ export class AppKindCrd extends Construct {
     return initials.length >= 2 ? [initials] : [];
   }
 
+  /**
+   * The versions of an app kind's API with their defaults filled in: `AppKind.versions`, or `version`
+   * alone, served and stored. Throws when the list has no storage version or more than one, names a
+   * version twice, or leaves `version` out or not served.
+   */
+  public static versionsOf(appKind: AppKind): AppKindVersion[] {
+    if (!appKind.versions) return [{ name: appKind.version, served: true, storage: true }];
+    const problem = AppKindCrd.versionsProblemOf(appKind);
+    if (problem) throw new Error(`AppKind ${appKind.kind}: versions ${problem}`);
+    return appKind.versions.map(withDefaults);
+  }
+
+  /**
+   * What is wrong with an app kind's `versions` (a phrase that follows "versions" and ends in the fix),
+   * or undefined: exactly one storage version, served; each name once; `version` listed and served.
+   */
+  public static versionsProblemOf(appKind: AppKind): string | undefined {
+    return appKind.versions ? versionsProblem(appKind.version, appKind.versions.map(withDefaults)) : undefined;
+  }
+
+  /** The version CRs of an app kind are stored at. */
+  public static storageVersionOf(appKind: AppKind): string {
+    return AppKindCrd.versionsOf(appKind).find((v) => v.storage)!.name;
+  }
+
   /** The API version of an app kind's resources, `<group>/<version>`. */
   public static apiVersionOf(appKind: AppKind): string {
     return `${appKind.group}/${appKind.version}`;
@@ -77,6 +103,8 @@ export class AppKindCrd extends Construct {
     super(scope, id);
     const kind = props.appKind;
     const shortNames = AppKindCrd.shortNamesOf(kind);
+    const versions = AppKindCrd.versionsOf(kind);
+    const openApiSchema = schema(kind);
     this.crd = new k8s.KubeCustomResourceDefinition(this, 'Resource', {
       metadata: { name: AppKindCrd.nameOf(kind) },
       spec: {
@@ -90,11 +118,11 @@ export class AppKindCrd extends Construct {
           shortNames: shortNames.length > 0 ? shortNames : undefined,
           categories: props.categories ?? ['appkind'],
         },
-        versions: [{
-          name: kind.version,
-          served: true,
-          storage: true,
-          schema: { openApiv3Schema: schema(kind) },
+        versions: versions.map((v) => ({
+          name: v.name,
+          served: v.served ?? true,
+          storage: v.storage ?? false,
+          schema: { openApiv3Schema: openApiSchema },
           subresources: {
             status: {},
             scale: { specReplicasPath: '.spec.size', statusReplicasPath: '.status.replicas', labelSelectorPath: '.status.selector' },
@@ -107,10 +135,29 @@ export class AppKindCrd extends Construct {
             { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
             { name: 'Image', type: 'string', jsonPath: '.spec.image', priority: 1, description: `Image the resource asks for; empty: the kind's image, ${kind.image}` },
           ],
-        }],
+        })),
+        // Every version has the same schema, so the API server converts by changing apiVersion alone.
+        conversion: versions.length > 1 ? { strategy: 'None' } : undefined,
       },
     });
   }
+}
+
+const withDefaults = (v: AppKindVersion): Required<AppKindVersion> => ({ name: v.name, served: v.served ?? true, storage: v.storage ?? false });
+
+function versionsProblem(version: string, list: Required<AppKindVersion>[]): string | undefined {
+  if (list.length === 0) return 'is empty; list at least the version named by "version", or leave versions out';
+  const twice = list.find((v, i) => list.findIndex((w) => w.name === v.name) !== i);
+  if (twice) return `lists ${twice.name} twice; list each version once`;
+  const stored = list.filter((v) => v.storage);
+  if (stored.length !== 1) {
+    return `has ${stored.length === 0 ? 'no' : stored.length} storage versions (${stored.map((v) => v.name).join(', ') || 'none'}); mark exactly one with storage: true`;
+  }
+  if (!stored[0]!.served) return `stores CRs at ${stored[0]!.name}, which is not served; serve the storage version`;
+  const own = list.find((v) => v.name === version);
+  if (!own) return `does not list ${version}, the kind's version; list it, or set version to one of ${list.map((v) => v.name).join(', ')}`;
+  if (!own.served) return `does not serve ${version}, the kind's version (the one the operator reads CRs at); serve it, or set version to a served one`;
+  return undefined;
 }
 
 /** `spec.image`, with the kind's image policy as a CEL rule the API server checks at admission. */
@@ -125,47 +172,6 @@ function imageSchema(kind: AppKind): k8s.JsonSchemaProps {
     pattern: '^[^\\s]+$',
     description: `Container image. ${allowed} Defaults to ${kind.image}.`,
     xKubernetesValidations: policy.allowsAny ? undefined : [{ rule: policy.celRule(), message: policy.message() }],
-  };
-}
-
-/** The schema of a `metav1.Condition`, as controller-gen writes it: every field Kubernetes requires, with its bounds. */
-function conditionSchema(): k8s.JsonSchemaProps {
-  return {
-    type: 'object',
-    description: 'Condition contains details for one aspect of the current state of this API Resource.',
-    required: ['lastTransitionTime', 'message', 'reason', 'status', 'type'],
-    properties: {
-      lastTransitionTime: {
-        type: 'string',
-        format: 'date-time',
-        description: 'The last time the condition transitioned from one status to another.',
-      },
-      message: {
-        type: 'string',
-        maxLength: 32768,
-        description: 'A human readable message indicating details about the transition. This may be an empty string.',
-      },
-      observedGeneration: {
-        type: 'integer',
-        format: 'int64',
-        minimum: 0,
-        description: 'The .metadata.generation that the condition was set based upon.',
-      },
-      reason: {
-        type: 'string',
-        minLength: 1,
-        maxLength: 1024,
-        pattern: '^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$',
-        description: "A programmatic identifier indicating the reason for the condition's last transition, in CamelCase.",
-      },
-      status: { type: 'string', enum: ['True', 'False', 'Unknown'], description: 'Status of the condition, one of True, False, Unknown.' },
-      type: {
-        type: 'string',
-        maxLength: 316,
-        pattern: '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$',
-        description: 'Type of condition in CamelCase or in foo.example.com/CamelCase.',
-      },
-    },
   };
 }
 

@@ -6,6 +6,7 @@ export * from './appkind';
 export * from './resources';
 export * from './app';
 export * from './crd';
+export * from './appkind-api';
 export * from './imagepolicy';
 export * from './bundle';
 export * from './monitoring';

@@ -35,6 +35,8 @@ export class Manager {
   private elector?: LeaderElector;
   private readonly memory: ReconcilerMemory;
   private rolloutStopped?: (kind: string, reason: string) => void;
+  /** Called when the workers start (at once, or on becoming leader): other controllers of the process start theirs. */
+  private readonly onWorkersStarted: (() => void)[] = [];
 
   constructor(
     kc: KubeAccess,
@@ -181,6 +183,23 @@ export class Manager {
     });
   }
 
+  /** Runs `fn` when the workers start (after start(): at once without leader election, else on becoming leader). */
+  whenWorkersStart(fn: () => void): void {
+    this.onWorkersStarted.push(fn);
+  }
+
+  /** The number of CRs of a served kind in the cache, or undefined when the kind is not served or not listed yet. */
+  resourceCount(kind: string): number | undefined {
+    const informers = this.controller.caches.crs.get(kind)?.informers;
+    if (!informers || !informers.every((i) => i.hasSynced)) return undefined;
+    return informers.reduce((n, i) => n + i.list().length, 0);
+  }
+
+  /** Why the CRs of a served kind cannot be listed (the API server's code and message), while they cannot. */
+  listFailure(kind: string): { code: number; message: string } | undefined {
+    return this.controller.caches.crs.get(kind)?.informers.find((i) => !i.hasSynced && i.lastFailure)?.lastFailure;
+  }
+
   /** The work queue (its depth is logged at shutdown). */
   get queue() {
     return this.controller.queue;
@@ -219,5 +238,6 @@ export class Manager {
   private startWorkers(): void {
     this.log.info('workers started', { workers: this.settings.workers, statusIntervalMs: this.settings.statusIntervalMs });
     this.controller.startWorkers();
+    for (const fn of this.onWorkersStarted) fn();
   }
 }

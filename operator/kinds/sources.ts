@@ -3,8 +3,10 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { AppKind, AppKindCrd } from 'cdk8s-appkind';
+import { builtInGroupProblem } from 'cdk8s-appkind/build/crd-policy.js';
 import { ConfigError, HAND_CHECKED, validateAppKind, type RawKind } from './validate.js';
 import { withPrefixedSettings } from '../settings-env.js';
+import { kindsFromAppKindText } from './appkind-documents.js';
 
 /** Environment variables that declare one kind, as in the original walkthrough. */
 export const KIND_VARIABLES = ['GROUPNAME', 'VERSION', 'CRKIND', 'IMAGENAME', 'CLUSTERPORT', 'APPNAME'] as const;
@@ -109,6 +111,9 @@ export function kindsFromFile(path: string): AppKind[] {
       `APPKIND_CONFIG: cannot read ${path} (${(e as Error).message}); point APPKIND_CONFIG at an existing YAML or JSON file`,
     );
   }
+  // A file of AppKind objects (what `kubectl apply -f` takes) serves as a kinds file too.
+  const appKinds = kindsFromAppKindText(text, path);
+  if (appKinds) return appKinds;
   let doc: unknown;
   try {
     doc = parseYaml(text);
@@ -149,6 +154,19 @@ export function kindsFromDocument(doc: unknown, where: string): AppKind[] {
 }
 
 /** APPKIND_WATCH_NAMESPACE (or the deprecated WATCH_NAMESPACE): comma-separated namespaces; none means all. */
+/** The API groups AppKinds may define kinds in: APPKIND_KIND_GROUPS, comma-separated; none when unset. */
+export function kindGroups(env: NodeJS.ProcessEnv): string[] {
+  const groups = (withPrefixedSettings(env).env.APPKIND_KIND_GROUPS ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  for (const group of groups) {
+    const problem = builtInGroupProblem(group);
+    if (problem) throw new ConfigError(`APPKIND_KIND_GROUPS: ${problem}; list API groups of your own (e.g. apps.example.com)`);
+  }
+  return groups;
+}
+
 export function watchNamespaces(env: NodeJS.ProcessEnv): string[] {
   return (withPrefixedSettings(env).env.APPKIND_WATCH_NAMESPACE ?? '')
     .split(',')

@@ -226,6 +226,8 @@ export function validateAppKind(raw: RawKind, where: string, names: Partial<Reco
     ...(overrides ? { overrides } : {}),
     ...(rollout ? { rollout } : {}),
   };
+  const versionsProblem = AppKindCrd.versionsProblemOf(appKind);
+  if (versionsProblem) throw new ConfigError(`${where}: ${label('versions')} ${versionsProblem}`);
   // The construct's own checks (one probe handler, mounts of listed volumes...), on a CR that sets nothing.
   try {
     render(appKind, { apiVersion: `${group}/${version}`, kind, metadata: { name: 'check' } });

@@ -28,7 +28,13 @@ export class Discovery {
 
   /** URL path of a collection or, with a name, of one object; resource names come from discovery. */
   async path(apiVersion: string, kind: string, namespace?: string, name?: string): Promise<string> {
-    const resource = (await this.resources(apiVersion)).find((r) => r.kind === kind);
+    let resource = (await this.resources(apiVersion)).find((r) => r.kind === kind);
+    if (!resource) {
+      // A CRD added to a group version discovered before it (an AppKind's kind in a group the kinds
+      // file serves too): read the group version again once.
+      this.found.delete(apiVersion);
+      resource = (await this.resources(apiVersion)).find((r) => r.kind === kind);
+    }
     if (!resource)
       throw new ApiError(404, 'NotFound', `the server does not serve ${kind} in ${apiVersion}; is its CRD installed?`, 'GET', apiVersion);
     return resourcePath({ apiVersion, plural: resource.name, namespace: resource.namespaced ? namespace : undefined, name });

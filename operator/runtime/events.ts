@@ -56,7 +56,8 @@ export class EventRecorder {
 
   /** Best effort: a failed Event must never fail the reconcile that reports it. */
   async record(obj: KubernetesObject, type: 'Normal' | 'Warning', reason: string, message: string, log: Logger = this.log): Promise<void> {
-    const namespace = obj.metadata!.namespace!;
+    // A cluster-scoped object's Events live in "default", as the API server requires of them.
+    const namespace = obj.metadata!.namespace ?? 'default';
     const id = obj.metadata!.uid ?? `${namespace}/${obj.metadata!.name}`;
     if (!this.allowed(id)) {
       log.debug('event dropped: too many events for this object', { reason });
@@ -87,7 +88,13 @@ export class EventRecorder {
         apiVersion: 'v1',
         kind: 'Event',
         metadata: { generateName: `${obj.metadata!.name}.`, namespace },
-        involvedObject: { apiVersion: obj.apiVersion, kind: obj.kind, name: obj.metadata!.name, namespace, uid: obj.metadata!.uid },
+        involvedObject: {
+          apiVersion: obj.apiVersion,
+          kind: obj.kind,
+          name: obj.metadata!.name,
+          namespace: obj.metadata!.namespace,
+          uid: obj.metadata!.uid,
+        },
         type,
         reason,
         message: message.slice(0, 1024),

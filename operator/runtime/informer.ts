@@ -67,6 +67,8 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
   private resourceVersion?: string;
   private stopped = false;
   private synced = false;
+  /** Why the last list or watch failed, until a list succeeds. */
+  private failure?: { code: number; message: string };
   private abort?: AbortController;
   private lastHeard = Date.now();
   /** Bumped per watch request; events of an abandoned request (a hung one the watchdog gave up on) are dropped. */
@@ -91,6 +93,11 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
   stop(): void {
     this.stopped = true;
     this.abort?.abort();
+  }
+
+  /** Why the last list or watch failed (the API server's code and message), until a list succeeds. */
+  get lastFailure(): { code: number; message: string } | undefined {
+    return this.failure;
   }
 
   get hasSynced(): boolean {
@@ -188,6 +195,7 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
           continue;
         }
         failures++;
+        this.failure = { code: f.code, message: f.message };
         // Like client-go's reflector: a dropped connection resumes the watch from the last
         // resourceVersion (a 410 then says it is too old); any answer from the server relists. A
         // refused connection (an API server restarting) resumes however long it lasts, as client-go's
@@ -226,6 +234,7 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
     }
     this.store = fresh.store;
     this.indices = fresh.indices;
+    this.failure = undefined;
     this.resourceVersion = resourceVersion;
     this.lastHeard = Date.now();
     for (const [key, obj] of this.store) {

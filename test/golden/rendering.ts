@@ -32,14 +32,16 @@ export interface GoldenObject {
 /** What the golden holds beside examples/: the kind settings and CR fields no example uses. */
 const GOLDEN_INPUTS = ['test/golden/kinds.yaml', 'test/golden/crs.yaml'];
 
-/** The kinds files (with `kinds:`) and CR files of examples/, then the golden's own two. */
+/** The kinds files (with `kinds:`, or AppKind documents) and CR files of examples/, then the golden's own two. */
 export function inputFiles(): { kindFiles: string[]; crFiles: string[] } {
   const examples = readdirSync(join(root, 'examples')).filter((f) => f.endsWith('.yaml')).sort().map((f) => `examples/${f}`);
   const files = [...examples, ...GOLDEN_INPUTS];
   const docs = (f: string) => parseAllDocuments(readFileSync(join(root, f), 'utf8')).map((d) => d.toJS() as Record<string, unknown> | null);
+  // An AppKind document declares a kind as a kinds file does (kindsFromFile reads both).
+  const appKind = (d: Record<string, unknown>) => d.kind === 'AppKind' && String(d.apiVersion).startsWith('appkind.io/');
   return {
-    kindFiles: files.filter((f) => docs(f).some((d) => d !== null && 'kinds' in d)),
-    crFiles: files.filter((f) => docs(f).some((d) => d !== null && 'apiVersion' in d && 'kind' in d)),
+    kindFiles: files.filter((f) => docs(f).some((d) => d !== null && ('kinds' in d || appKind(d)))),
+    crFiles: files.filter((f) => docs(f).some((d) => d !== null && 'apiVersion' in d && 'kind' in d && !appKind(d))),
   };
 }
 

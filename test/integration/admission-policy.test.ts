@@ -86,10 +86,13 @@ beforeAll(async () => {
   const chart = new Chart(new App(), 'bundle');
   new OperatorBundle(chart, 'op', { kinds, namespace: ns, name: operatorName, createNamespace: false, crds: false, watchNamespaces: [ns] });
   const objects = (chart.toJson() as KubernetesObject[]).filter((o) => o.kind !== 'Deployment');
+  // The operator's CRD policy (crd-leash.test.ts tests it) comes along.
   expect(objects.filter((o) => o.kind?.startsWith('ValidatingAdmissionPolicy')).map((o) => `${o.kind}/${o.metadata?.name}`).sort()).toEqual([
+    `ValidatingAdmissionPolicy/${operatorName}-crds`,
     `ValidatingAdmissionPolicy/${operatorName}-deployments`,
     `ValidatingAdmissionPolicy/${operatorName}-pod-policies`,
     `ValidatingAdmissionPolicy/${operatorName}-services`,
+    `ValidatingAdmissionPolicyBinding/${operatorName}-crds`,
     `ValidatingAdmissionPolicyBinding/${operatorName}-deployments`,
     `ValidatingAdmissionPolicyBinding/${operatorName}-pod-policies`,
     `ValidatingAdmissionPolicyBinding/${operatorName}-services`,
@@ -114,11 +117,14 @@ beforeAll(async () => {
 afterAll(async () => {
   expect(await operator?.stop('SIGTERM')).toBe(0);
   for (const k of ['ValidatingAdmissionPolicyBinding', 'ValidatingAdmissionPolicy']) {
-    for (const name of [`${operatorName}-deployments`, `${operatorName}-services`, `${operatorName}-pod-policies`])
+    for (const name of [`${operatorName}-deployments`, `${operatorName}-services`, `${operatorName}-pod-policies`, `${operatorName}-crds`])
       await admin?.delete({ apiVersion: 'admissionregistration.k8s.io/v1', kind: k, metadata: { name } }).catch(() => undefined);
   }
   // The metrics reviews' ClusterRole and binding, and the scrapers' role: cluster-scoped, named for this file.
-  for (const [k, name] of [['ClusterRoleBinding', `${operatorName}-metrics-auth`], ['ClusterRole', `${operatorName}-metrics-auth`], ['ClusterRole', `${operatorName}-metrics-reader`]] as const)
+  for (const [k, name] of [
+    ['ClusterRoleBinding', `${operatorName}-metrics-auth`], ['ClusterRole', `${operatorName}-metrics-auth`], ['ClusterRole', `${operatorName}-metrics-reader`],
+    ['ClusterRoleBinding', `${operatorName}-crds`], ['ClusterRole', `${operatorName}-crds`],
+  ] as const)
     await admin?.delete({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: k, metadata: { name } }).catch(() => undefined);
   admin?.close();
   asOperator?.close();

@@ -125,9 +125,10 @@ async function template(path: string, ...args: string[]): Promise<KubernetesObje
   return documents(await helm('template', RELEASE, path, ...args));
 }
 
-/** The kinds values for a kinds file, as a user renders them. */
-async function kindsValues(kindsFile: string, file: string): Promise<string> {
-  const { stdout } = await exec('npm', ['run', '-s', 'kinds', '--', '--helm-values'], { cwd: root, env: { ...process.env, APPKIND_CONFIG: kindsFile }, maxBuffer: 64 * 1024 * 1024 });
+/** The kinds values for a kinds file (and other settings, such as APPKIND_KIND_GROUPS), as a user renders them. */
+async function kindsValues(kindsFile: string | undefined, file: string, env: NodeJS.ProcessEnv = {}): Promise<string> {
+  const config = kindsFile ? { APPKIND_CONFIG: kindsFile } : {};
+  const { stdout } = await exec('npm', ['run', '-s', 'kinds', '--', '--helm-values'], { cwd: root, env: { ...process.env, ...config, ...env }, maxBuffer: 64 * 1024 * 1024 });
   writeFileSync(file, stdout);
   return file;
 }
@@ -175,9 +176,11 @@ describe('the chart charts/appkind-operator', () => {
       expect(o.metadata!.labels).toMatchObject({ 'app.kubernetes.io/instance': RELEASE, 'app.kubernetes.io/managed-by': 'Helm', 'helm.sh/chart': 'appkind-operator-0.1.0', 'app.kubernetes.io/version': '0.1.0' });
     }
     const crds = objects.filter((o) => o.kind === 'CustomResourceDefinition');
-    expect(crds.map((o) => o.metadata!.annotations?.[KEEP])).toEqual(['keep']);
+    // The AppKind API's and the sample kind's.
+    expect(crds.map((o) => o.metadata!.name)).toEqual(['appkinds.appkind.io', 'echoflasks.swallowlab.com']);
+    expect(crds.map((o) => o.metadata!.annotations?.[KEEP])).toEqual(['keep', 'keep']);
     const dropped = await template(CHART_DIR, '--namespace', 'appkind', '--set', 'crds.keep=false');
-    expect(dropped.filter((o) => o.kind === 'CustomResourceDefinition').map((o) => o.metadata!.annotations?.[KEEP])).toEqual([undefined]);
+    expect(dropped.filter((o) => o.kind === 'CustomResourceDefinition').map((o) => o.metadata!.annotations?.[KEEP])).toEqual([undefined, undefined]);
   });
 
   test('the release\'s namespace is the operator\'s: every namespaced object and the admission policies\' service account name it', async () => {
@@ -205,7 +208,8 @@ describe('the chart charts/appkind-operator', () => {
     writeFileSync(values, stringify({ ...props, kinds: undefined, namespace: undefined }));
     const objects = await template(CHART_DIR, '--namespace', 'ops', '-f', values, '-f', await kindsValues(kindsFile, join(scratch, 'real-apps.values.yaml')));
     const expected = bundleObjects(props);
-    expect(objects.filter((o) => o.kind === 'CustomResourceDefinition')).toHaveLength(4);
+    // The four kinds' and the AppKind API's.
+    expect(objects.filter((o) => o.kind === 'CustomResourceDefinition')).toHaveLength(5);
     expect(objects.filter((o) => o.kind === 'Role' && o.metadata!.name === 'appkind-operator').map((o) => o.metadata!.namespace)).toEqual(['team-a', 'team-b']);
     expect(canonical(withoutHelmMarks(objects, expected))).toEqual(canonical(expected));
   });
@@ -239,6 +243,21 @@ describe('the chart charts/appkind-operator', () => {
     const values = join(scratch, 'edited.yaml');
     writeFileSync(values, stringify({ kinds: [{ ...TAKARA, plural: 'takaras' }] }));
     await expect(template(CHART_DIR, '-f', values)).rejects.toThrow(/kinds differ from the kinds their CRDs, rules and policies \(kindObjects\) were rendered for: render both with APPKIND_CONFIG=<your kinds file> npm run -s kinds -- --helm-values/);
+  });
+
+  test('kindGroups rendered with npm run kinds give what the construct renders for them; given alone they are refused, naming that command', async () => {
+    const kindGroups = ['apps.example.com', 'team.example.org'];
+    const groups = await kindsValues(undefined, join(scratch, 'groups.values.yaml'), { APPKIND_KIND_GROUPS: kindGroups.join(',') });
+    const objects = await template(CHART_DIR, '--namespace', 'appkind-system', '-f', groups);
+    const expected = bundleObjects({ kinds: loadAppKinds({}), kindGroups, createNamespace: false });
+    expect(objects.filter((o) => o.kind === 'ValidatingAdmissionPolicy').map((o) => o.metadata!.name)).toEqual(
+      expect.arrayContaining(['appkind-operator-crds', 'appkind-operator-appkind-crds', 'appkind-operator-appkind-children']),
+    );
+    expect(objects.filter((o) => o.kind === 'ClusterRole').map((o) => o.metadata!.name)).toEqual(expect.arrayContaining(['appkind-operator-crds', 'apps.example.com-edit']));
+    expect(canonical(withoutHelmMarks(objects, expected))).toEqual(canonical(expected));
+    await expect(template(CHART_DIR, '--set', 'kindGroups={apps.example.com}')).rejects.toThrow(
+      /kindGroups differ from the kind groups the operator's rules and admission policies \(kindObjects\) were rendered for: render both with APPKIND_KIND_GROUPS=/,
+    );
   });
 });
 
@@ -337,7 +356,7 @@ describe('the chart on a cluster', () => {
 
   test('helm install -n appkind --create-namespace takes the kept CRDs over and serves their CRs again; its uninstall keeps them too', async () => {
     // The kept CRDs name the uninstalled release; Helm adopts them only when told.
-    await expect(helm('install', RELEASE, chart, '-n', 'appkind', '--create-namespace', '-f', kindsFile)).rejects.toThrow(/CustomResourceDefinition "(echoflasks.swallowlab.com|takaras.maho.takara.org)" .*exists and cannot be imported into the current release/);
+    await expect(helm('install', RELEASE, chart, '-n', 'appkind', '--create-namespace', '-f', kindsFile)).rejects.toThrow(/CustomResourceDefinition "(appkinds.appkind.io|echoflasks.swallowlab.com|takaras.maho.takara.org)" .*exists and cannot be imported into the current release/);
     expect(await helm('install', RELEASE, chart, '-n', 'appkind', '--create-namespace', '--take-ownership', '-f', kindsFile)).toMatch(/STATUS: deployed/);
     await operatorReady('appkind');
     await resize(echoflask, 1);

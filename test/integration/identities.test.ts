@@ -104,11 +104,12 @@ afterAll(async () => {
   for (const [k, name] of [
     ['ClusterRoleBinding', operatorName], ['ClusterRole', operatorName],
     ['ClusterRoleBinding', `${operatorName}-metrics-auth`], ['ClusterRole', `${operatorName}-metrics-auth`], ['ClusterRole', `${operatorName}-metrics-reader`],
+    ['ClusterRoleBinding', `${operatorName}-crds`], ['ClusterRole', `${operatorName}-crds`],
   ] as const) {
     await admin.delete({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: k, metadata: { name } }).catch(() => undefined);
   }
   for (const k of ['ValidatingAdmissionPolicyBinding', 'ValidatingAdmissionPolicy']) {
-    for (const name of [`${operatorName}-deployments`, `${operatorName}-services`])
+    for (const name of [`${operatorName}-deployments`, `${operatorName}-services`, `${operatorName}-pod-policies`, `${operatorName}-crds`])
       await admin.delete({ apiVersion: 'admissionregistration.k8s.io/v1', kind: k, metadata: { name } }).catch(() => undefined);
   }
 });

@@ -204,16 +204,17 @@ afterAll(async () => {
 
 describe('the install bundle from cdk8s synth', () => {
   test('is accepted by a server-side dry run (dryRun=All) of every object, and the dry run persists nothing', async () => {
-    // Five ClusterRoles: the operator's, its metrics reviews' (tokenreviews, subjectaccessreviews),
-    // the scrapers' metrics-reader, and the kind's -view and -edit for CR authors; three
-    // ValidatingAdmissionPolicies with their bindings (what the operator's identity may write: its
-    // Deployments, its Services, its PodDisruptionBudgets and NetworkPolicies); the metrics Service
-    // and the NetworkPolicy admitting only its port.
+    // Six ClusterRoles: the operator's, its CRD rules' (read only: no kindGroups), its metrics reviews'
+    // (tokenreviews, subjectaccessreviews), the scrapers' metrics-reader, and the kind's -view and -edit
+    // for CR authors; four ValidatingAdmissionPolicies with their bindings (what the operator's identity
+    // may write: its Deployments, its Services, its PodDisruptionBudgets and NetworkPolicies, its CRDs,
+    // none without kindGroups); the metrics Service and the NetworkPolicy admitting only its port.
     expect(bundle.map((o) => o.kind).sort()).toEqual([
-      'ClusterRole', 'ClusterRole', 'ClusterRole', 'ClusterRole', 'ClusterRole', 'ClusterRoleBinding', 'ClusterRoleBinding', 'ConfigMap', 'CustomResourceDefinition',
+      'ClusterRole', 'ClusterRole', 'ClusterRole', 'ClusterRole', 'ClusterRole', 'ClusterRole',
+      'ClusterRoleBinding', 'ClusterRoleBinding', 'ClusterRoleBinding', 'ConfigMap', 'CustomResourceDefinition',
       'Deployment', 'Namespace', 'NetworkPolicy', 'Role', 'RoleBinding', 'Service', 'ServiceAccount',
-      'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicy',
-      'ValidatingAdmissionPolicyBinding', 'ValidatingAdmissionPolicyBinding', 'ValidatingAdmissionPolicyBinding',
+      'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicy',
+      'ValidatingAdmissionPolicyBinding', 'ValidatingAdmissionPolicyBinding', 'ValidatingAdmissionPolicyBinding', 'ValidatingAdmissionPolicyBinding',
     ]);
     // A dry run persists nothing, so objects cannot be dry-run into a namespace the same dry run
     // creates (kubectl has the same limit): the bundle's Namespace goes first, for real.

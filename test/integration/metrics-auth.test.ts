@@ -122,6 +122,7 @@ afterAll(async () => {
   for (const [k, name] of [
     ['ClusterRoleBinding', `${operatorName}-scraper`], ['ClusterRoleBinding', `${operatorName}-self-reader`], ['ClusterRoleBinding', `${operatorName}-metrics-auth`],
     ['ClusterRole', `${operatorName}-metrics-auth`], ['ClusterRole', `${operatorName}-metrics-reader`],
+    ['ClusterRoleBinding', `${operatorName}-crds`], ['ClusterRole', `${operatorName}-crds`],
   ] as const) {
     await admin?.delete({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: k, metadata: { name } }).catch(() => undefined);
   }

@@ -69,6 +69,7 @@ afterAll(async () => {
   for (const [kind, name] of [
     ['ClusterRoleBinding', `${operatorName}-metrics-scraper`], ['ClusterRoleBinding', `${operatorName}-metrics-auth`],
     ['ClusterRole', `${operatorName}-metrics-auth`], ['ClusterRole', `${operatorName}-metrics-reader`],
+    ['ClusterRoleBinding', `${operatorName}-crds`], ['ClusterRole', `${operatorName}-crds`],
   ] as const) {
     await admin?.delete({ apiVersion: 'rbac.authorization.k8s.io/v1', kind, metadata: { name } }).catch(() => undefined);
   }

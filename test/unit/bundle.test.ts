@@ -115,7 +115,8 @@ describe('OperatorBundle', () => {
 
   it('renders one CRD per kind, the namespace, and the service account', () => {
     const objs = synth();
-    expect(only(objs, 'CustomResourceDefinition').map((c) => c.metadata.name).sort()).toEqual(['echoflasks.swallowlab.com', 'takaras.maho.takara.org']);
+    // The kinds' CRDs and the AppKind API's.
+    expect(only(objs, 'CustomResourceDefinition').map((c) => c.metadata.name).sort()).toEqual(['appkinds.appkind.io', 'echoflasks.swallowlab.com', 'takaras.maho.takara.org']);
     expect(one(objs, 'Namespace').metadata).toEqual({
       name: 'appkind-system',
       labels: { 'pod-security.kubernetes.io/enforce': 'restricted', 'pod-security.kubernetes.io/enforce-version': 'latest' },
@@ -146,7 +147,8 @@ describe('OperatorBundle', () => {
   it('never grants a wildcard, secrets, or anything beyond the listed resources', () => {
     for (const objs of [synth(), synth({ watchNamespaces: ['team-a'] })]) {
       const metricsAuth = named(objs, 'ClusterRole', 'appkind-operator-metrics-auth')!;
-      const rules = [...operatorClusterRoles(objs), metricsAuth, ...only(objs, 'Role')].flatMap((r) => r.rules ?? []);
+      const crds = named(objs, 'ClusterRole', 'appkind-operator-crds')!;
+      const rules = [...operatorClusterRoles(objs), metricsAuth, crds, ...only(objs, 'Role')].flatMap((r) => r.rules ?? []);
       const text = JSON.stringify(rules);
       expect(text).not.toContain('*');
       expect(text).not.toContain('secrets');
@@ -155,6 +157,7 @@ describe('OperatorBundle', () => {
         new Set([
           'echoflasks', 'echoflasks/status', 'echoflasks/finalizers', 'takaras', 'takaras/status', 'takaras/finalizers',
           'deployments', 'services', 'poddisruptionbudgets', 'networkpolicies', 'pods', 'replicasets', 'events', 'leases', 'tokenreviews', 'subjectaccessreviews',
+          'customresourcedefinitions',
         ]),
       );
     }
@@ -163,8 +166,8 @@ describe('OperatorBundle', () => {
   it('uses a Role and RoleBinding per watched namespace and no ClusterRole otherwise (but the metrics reviews\')', () => {
     const objs = synth({ watchNamespaces: ['team-a', 'team-b'] });
     expect(operatorClusterRoles(objs)).toHaveLength(0);
-    // TokenReviews and SubjectAccessReviews are cluster-scoped: only a ClusterRole can grant them.
-    expect(only(objs, 'ClusterRoleBinding').map((b) => b.roleRef!.name)).toEqual(['appkind-operator-metrics-auth']);
+    // CRDs, TokenReviews and SubjectAccessReviews, AppKinds are cluster-scoped: only a ClusterRole can grant them.
+    expect(only(objs, 'ClusterRoleBinding').map((b) => b.roleRef!.name)).toEqual(['appkind-operator-crds', 'appkind-operator-metrics-auth', 'appkind-operator-appkinds']);
     expect(named(objs, 'ClusterRole', 'appkind-operator-metrics-auth')!.rules).toEqual(METRICS_AUTH_RULES);
     const roles = only(objs, 'Role');
     const byNs = (ns: string) => roles.find((r) => r.metadata.namespace === ns && r.metadata.name === 'appkind-operator');
@@ -192,9 +195,10 @@ describe('OperatorBundle', () => {
       };
     };
     const objs = synth() as unknown as (Manifest & Policy & { spec: { policyName?: string; validationActions?: string[] } })[];
-    const policies = objs.filter((o) => o.kind === 'ValidatingAdmissionPolicy');
+    const children = (o: Manifest) => !o.metadata.name.endsWith('crds');
+    const policies = objs.filter((o) => o.kind === 'ValidatingAdmissionPolicy' && children(o));
     expect(policies.map((p) => p.metadata.name)).toEqual(['appkind-operator-deployments', 'appkind-operator-services', 'appkind-operator-pod-policies']);
-    expect(objs.filter((o) => o.kind === 'ValidatingAdmissionPolicyBinding').map((b) => [b.metadata.name, b.spec.policyName, b.spec.validationActions])).toEqual([
+    expect(objs.filter((o) => o.kind === 'ValidatingAdmissionPolicyBinding' && children(o)).map((b) => [b.metadata.name, b.spec.policyName, b.spec.validationActions])).toEqual([
       ['appkind-operator-deployments', 'appkind-operator-deployments', ['Deny']],
       ['appkind-operator-services', 'appkind-operator-services', ['Deny']],
       ['appkind-operator-pod-policies', 'appkind-operator-pod-policies', ['Deny']],
@@ -256,7 +260,7 @@ describe('OperatorBundle', () => {
     const text = JSON.stringify(authoring.flatMap((r) => r.rules));
     for (const word of ['*', 'deployments', 'services', 'pods', 'secrets', 'configmaps']) expect(text).not.toContain(word);
     expect(only(synth({ authoringRoles: false }), 'ClusterRole').map((r) => r.metadata.name)).toEqual([
-      'appkind-operator', 'appkind-operator-metrics-auth', 'appkind-operator-metrics-reader',
+      'appkind-operator', 'appkind-operator-crds', 'appkind-operator-metrics-auth', 'appkind-operator-appkinds', 'appkind-operator-metrics-reader',
     ]);
   });
 
@@ -298,6 +302,7 @@ describe('OperatorBundle', () => {
       APPKIND_CONFIG: '/etc/appkind/kinds.yaml',
       APPKIND_CONFIG_MAP: 'appkind-operator-kinds',
       APPKIND_WATCH_NAMESPACE: '',
+      APPKIND_KIND_GROUPS: '',
       APPKIND_LEADER_ELECT: 'true',
       APPKIND_LEASE_NAME: 'appkind-operator',
       APPKIND_LEASE_DURATION_SECONDS: '30',
@@ -380,5 +385,150 @@ describe('OperatorBundle', () => {
 
   it('refuses an empty list of kinds', () => {
     expect(() => synth({ kinds: [] })).toThrow(/kinds is empty/);
+  });
+});
+
+describe('OperatorBundle kindGroups: the power to make CRDs', () => {
+  type Rule = { apiGroups?: string[]; resources?: string[]; verbs: string[] };
+  type Policy = Manifest & {
+    spec: {
+      failurePolicy?: string;
+      paramKind?: { apiVersion: string; kind: string };
+      paramRef?: { selector: unknown; parameterNotFoundAction: string };
+      matchConstraints?: { resourceRules: { apiGroups: string[]; resources: string[]; operations: string[] }[]; objectSelector?: unknown };
+      matchConditions?: { name: string; expression: string }[];
+      validations?: { expression: string; message: string; messageExpression?: string; reason: string }[];
+    };
+  };
+  const GROUPS = ['apps.example.com', 'team.example.org'];
+  const policies = (objs: Manifest[]) => objs.filter((o) => o.kind === 'ValidatingAdmissionPolicy') as Policy[];
+  const policy = (objs: Manifest[], name: string) => policies(objs).find((p) => p.metadata.name === name)!;
+  /** Every rule the operator's ServiceAccount is bound to. */
+  const operatorRules = (objs: Manifest[]): Rule[] => {
+    const bound = new Set([...only(objs, 'ClusterRoleBinding'), ...only(objs, 'RoleBinding')].map((b) => `${b.roleRef!.kind}/${b.metadata.namespace ?? ''}/${b.roleRef!.name}`));
+    return [...only(objs, 'ClusterRole'), ...only(objs, 'Role')]
+      .filter((r) => bound.has(`${r.kind}/${r.kind === 'Role' ? r.metadata.namespace : ''}/${r.metadata.name}`))
+      .flatMap((r) => r.rules ?? []);
+  };
+
+  it('refuses a Kubernetes group, the AppKind API group or a name without a dot, naming the fix', () => {
+    for (const group of ['apps.k8s.io', 'k8s.io', 'metrics.kubernetes.io', 'appkind.io', 'apps', '']) {
+      expect(() => synth({ kindGroups: [group] })).toThrow(/OperatorBundle: kindGroups: .*; list API groups of your own/);
+    }
+    expect(() => synth({ kindGroups: ['appkind.io.example.com', 'k8s.io.example.com'] })).not.toThrow();
+  });
+
+  it('tells the operator the groups (APPKIND_KIND_GROUPS), as it is told the watched namespaces', () => {
+    expect(envOf(synth({ kindGroups: [...GROUPS, GROUPS[0]!] })).APPKIND_KIND_GROUPS).toBe('apps.example.com,team.example.org');
+  });
+
+  it('without kindGroups, grants CRDs read only and the policy refuses every CRD write of the operator', () => {
+    const objs = synth();
+    expect(named(objs, 'ClusterRole', 'appkind-operator-crds')!.rules).toEqual([
+      { apiGroups: ['apiextensions.k8s.io'], resources: ['customresourcedefinitions'], verbs: ['get', 'list', 'watch'] },
+    ]);
+    expect(named(objs, 'ClusterRoleBinding', 'appkind-operator-crds')).toMatchObject({
+      roleRef: { kind: 'ClusterRole', name: 'appkind-operator-crds' },
+      subjects: [{ kind: 'ServiceAccount', name: 'appkind-operator', namespace: 'appkind-system' }],
+    });
+    const crds = policy(objs, 'appkind-operator-crds');
+    expect(crds.spec.validations!.find((v) => v.message.includes('kindGroups is empty'))!.expression).toBe('variables.touched.all(o, o.spec.group in [])');
+    // Nor the policies that take AppKinds as params: no AppKind gets a CRD.
+    expect(policies(objs).map((p) => p.metadata.name)).toEqual([
+      'appkind-operator-deployments', 'appkind-operator-services', 'appkind-operator-pod-policies', 'appkind-operator-crds',
+    ]);
+  });
+
+  it('grants CRD writes and the CRs of the allowed groups only: no wildcard group, no RBAC, no admission policies, no escalate or bind', () => {
+    for (const objs of [synth({ kindGroups: GROUPS }), synth({ kindGroups: GROUPS, watchNamespaces: ['team-a'] })]) {
+      expect(named(objs, 'ClusterRole', 'appkind-operator-crds')!.rules).toEqual([
+        { apiGroups: ['apiextensions.k8s.io'], resources: ['customresourcedefinitions'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'update', 'delete'] },
+        { apiGroups: ['apiextensions.k8s.io'], resources: ['customresourcedefinitions/status'], verbs: ['get', 'patch', 'update'] },
+      ]);
+      const rules = operatorRules(objs);
+      const wildcards = rules.filter((r) => JSON.stringify(r).includes('*'));
+      expect(wildcards).toEqual([
+        { apiGroups: GROUPS, resources: ['*'], verbs: ['get', 'list', 'watch', 'update'] },
+        { apiGroups: GROUPS, resources: ['*/status'], verbs: ['patch'] },
+        { apiGroups: GROUPS, resources: ['*/finalizers'], verbs: ['update'] },
+      ]);
+      const groups = new Set(rules.flatMap((r) => r.apiGroups ?? []));
+      for (const g of ['*', 'rbac.authorization.k8s.io', 'admissionregistration.k8s.io']) expect(groups).not.toContain(g);
+      const verbs = new Set(rules.flatMap((r) => r.verbs));
+      for (const v of ['*', 'escalate', 'bind', 'impersonate']) expect(verbs).not.toContain(v);
+    }
+  });
+
+  it('renders -view and -edit ClusterRoles per allowed group that aggregate into view, edit and admin', () => {
+    const objs = synth({ kindGroups: GROUPS });
+    const view = named(objs, 'ClusterRole', 'apps.example.com-view')!;
+    const edit = named(objs, 'ClusterRole', 'apps.example.com-edit')!;
+    expect(view.metadata.labels).toMatchObject({ 'rbac.authorization.k8s.io/aggregate-to-view': 'true', 'rbac.authorization.k8s.io/aggregate-to-admin': 'true' });
+    expect(edit.metadata.labels).toMatchObject({ 'rbac.authorization.k8s.io/aggregate-to-edit': 'true' });
+    expect(edit.metadata.labels).not.toHaveProperty(['rbac.authorization.k8s.io/aggregate-to-view']);
+    expect(view.rules).toEqual([{ apiGroups: ['apps.example.com'], resources: ['*', '*/status', '*/scale'], verbs: ['get', 'list', 'watch'] }]);
+    expect(edit.rules).toEqual([
+      { apiGroups: ['apps.example.com'], resources: ['*'], verbs: ['create', 'update', 'patch', 'delete', 'deletecollection'] },
+      { apiGroups: ['apps.example.com'], resources: ['*/scale'], verbs: ['update', 'patch'] },
+    ]);
+    expect(named(objs, 'ClusterRole', 'team.example.org-view')).toBeDefined();
+  });
+
+  it("renders <name>-crds: the operator's CRD writes, status included, stay on labelled CRDs in the allowed groups, never a Kubernetes group", () => {
+    const p = policy(synth({ kindGroups: GROUPS }), 'appkind-operator-crds');
+    expect(p.spec.failurePolicy).toBe('Fail');
+    expect(p.spec.matchConstraints!.resourceRules).toEqual([
+      {
+        apiGroups: ['apiextensions.k8s.io'], apiVersions: ['*'],
+        resources: ['customresourcedefinitions', 'customresourcedefinitions/status'], operations: ['CREATE', 'UPDATE', 'DELETE'],
+      },
+    ]);
+    expect(p.spec.matchConditions).toEqual([
+      { name: 'operator-service-account', expression: "request.userInfo.username == 'system:serviceaccount:appkind-system:appkind-operator'" },
+    ]);
+    const rules = p.spec.validations!;
+    expect(new Set(rules.map((v) => v.reason))).toEqual(new Set(['Forbidden']));
+    const byMessage = (text: string) => rules.find((v) => v.message.includes(text))!.expression;
+    expect(byMessage('label appkind.io/appkind')).toBe("variables.touched.all(o, o.metadata.?labels[?'appkind.io/appkind'].orValue('') != '')");
+    expect(byMessage('add the AppKind\'s group to kindGroups')).toBe("variables.touched.all(o, o.spec.group in ['apps.example.com', 'team.example.org'])");
+    expect(byMessage('Kubernetes group')).toContain("o.spec.group.endsWith('.k8s.io')");
+    expect(byMessage('Kubernetes group')).toContain("o.spec.group == 'appkind.io'");
+    expect(byMessage('no conversion webhook')).toContain("object.spec.scope == 'Namespaced'");
+  });
+
+  it('renders <name>-appkind-crds: deleting the CRD of an AppKind that exists is refused for all but the operator, per AppKind param', () => {
+    const objs = synth({ kindGroups: GROUPS });
+    const p = policy(objs, 'appkind-operator-appkind-crds');
+    expect(p.spec.paramKind).toEqual({ apiVersion: 'appkind.io/v1alpha1', kind: 'AppKind' });
+    expect(p.spec.matchConstraints).toEqual({
+      resourceRules: [{ apiGroups: ['apiextensions.k8s.io'], apiVersions: ['*'], resources: ['customresourcedefinitions'], operations: ['DELETE'] }],
+      objectSelector: { matchExpressions: [{ key: 'appkind.io/appkind', operator: 'Exists' }] },
+    });
+    expect(p.spec.matchConditions).toEqual([
+      { name: 'not-the-operator', expression: "request.userInfo.username != 'system:serviceaccount:appkind-system:appkind-operator'" },
+    ]);
+    expect(p.spec.validations!.map((v) => v.expression)).toEqual(["oldObject.metadata.labels['appkind.io/appkind'] != params.metadata.name"]);
+    expect(p.spec.validations![0]!.messageExpression).toContain("(kubectl delete appkind ' + params.metadata.name + ', with spec.deletionPolicy Delete");
+    const binding = only(objs, 'ValidatingAdmissionPolicyBinding').find((b) => b.metadata.name === 'appkind-operator-appkind-crds') as Policy;
+    expect(binding.spec).toEqual({ policyName: 'appkind-operator-appkind-crds', paramRef: { selector: {}, parameterNotFoundAction: 'Allow' }, validationActions: ['Deny'] });
+    expect(synth({ admissionPolicy: false, kindGroups: GROUPS }).filter((o) => o.kind.startsWith('ValidatingAdmissionPolicy'))).toEqual([]);
+  });
+
+  it("admits children of CRs of the allowed groups under the generic rules, and judges them by their AppKind's image and Service type", () => {
+    const objs = synth({ kindGroups: GROUPS });
+    for (const name of ['appkind-operator-deployments', 'appkind-operator-services', 'appkind-operator-pod-policies']) {
+      expect(policy(objs, name).spec.validations![0]!.expression).toBe(
+        "variables.owner in ['swallowlab.com/v1alpha1, Kind=EchoFlask', 'maho.takara.org/v1alpha1, Kind=Takara'] || variables.ownerGroup in ['apps.example.com', 'team.example.org']",
+      );
+    }
+    const children = policy(objs, 'appkind-operator-appkind-children');
+    expect(children.spec.paramKind).toEqual({ apiVersion: 'appkind.io/v1alpha1', kind: 'AppKind' });
+    expect(children.spec.matchConditions!.map((c) => c.name)).toEqual(['operator-service-account', 'owned-by-an-appkind-kind']);
+    expect(children.spec.validations!.map((v) => v.message)).toEqual([
+      'the construct renders no Deployment with an image its AppKind does not allow (spec.image, spec.allowedImages)',
+      'a Service of a type its AppKind does not render (spec.serviceType)',
+    ]);
+    const binding = only(objs, 'ValidatingAdmissionPolicyBinding').find((b) => b.metadata.name === 'appkind-operator-appkind-children') as Policy;
+    expect(binding.spec.paramRef).toEqual({ selector: {}, parameterNotFoundAction: 'Deny' });
   });
 });

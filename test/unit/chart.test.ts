@@ -3,14 +3,22 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { loadAppKinds } from 'appkind-operator/kinds';
-import { CHART_DIR, KIND_OBJECTS_FILE, MONITORING_FILE, chartKinds, kindObjectsFile, monitoringFile } from '../../tools/release/chart.js';
+import { CHART_DIR, KIND_OBJECTS_FILE, MONITORING_FILE, chartKindGroups, chartKinds, kindObjectsFile, monitoringFile } from '../../tools/release/chart.js';
 
 const root = join(import.meta.dirname, '..', '..');
 const read = (path: string) => readFileSync(join(CHART_DIR, path), 'utf8');
 
 describe('the Helm chart charts/appkind-operator', () => {
-  test('files/kinds.yaml is what the constructs render for values.yaml\'s kinds (run `npm run chart` when this fails)', () => {
-    expect(read(KIND_OBJECTS_FILE)).toBe(kindObjectsFile(chartKinds()));
+  test('files/kinds.yaml is what the constructs render for values.yaml\'s kinds and kindGroups (run `npm run chart` when this fails)', () => {
+    expect(read(KIND_OBJECTS_FILE)).toBe(kindObjectsFile(chartKinds(), chartKindGroups()));
+  });
+
+  test('AppKinds may use no group by default: the operator reads CRDs only, and its CRD policy allows no group', () => {
+    expect(chartKindGroups()).toEqual([]);
+    const file = parse(read(KIND_OBJECTS_FILE)) as { kindGroups: string[]; crdRules: { verbs: string[] }[]; objects: { kind: string; metadata: { name: string } }[] };
+    expect(file.kindGroups).toEqual([]);
+    expect(file.crdRules.flatMap((r) => r.verbs)).toEqual(['get', 'list', 'watch']);
+    expect(file.objects.filter((o) => o.kind === 'ValidatingAdmissionPolicy').map((o) => o.metadata.name)).toContain('appkind-operator-crds');
   });
 
   test('files/monitoring.yaml is what OperatorMonitoring renders: a ServiceMonitor, a PrometheusRule and the dashboard (run `npm run chart` when this fails)', () => {

@@ -2,7 +2,7 @@ import { describe, expect, test } from '@jest/globals';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, kindFromEnv, kindsFromFile, loadAppKinds, SAMPLE_KIND } from 'appkind-operator/kinds';
+import { ConfigError, kindFromEnv, kindsFromDocument, kindsFromFile, loadAppKinds, SAMPLE_KIND } from 'appkind-operator/kinds';
 
 const WALKTHROUGH = { IMAGENAME: 'takeyan/flask:0.0.3', CLUSTERPORT: '5000', APPNAME: 'echoflask', VERSION: 'v1alpha1', GROUPNAME: 'swallowlab', CRKIND: 'EchoFlask' };
 const TAKARA = { IMAGENAME: 'memcached:1.6-alpine', CLUSTERPORT: '11211', APPNAME: 'takara', VERSION: 'v1alpha1', GROUPNAME: 'maho.takara.org', CRKIND: 'Takara' };
@@ -190,5 +190,18 @@ describe('kind configuration', () => {
     expect(() => kindFromEnv({ ...TAKARA, APPKIND_KIND_SETTINGS: '{argz: []}' })).toThrow(/environment: "argz" is not a known setting/);
     expect(() => kindFromEnv({ ...TAKARA, APPKIND_KIND_SETTINGS: '{image: "x"}' })).toThrow(/APPKIND_KIND_SETTINGS sets image, which have variables of their own/);
     expect(() => kindFromEnv({ ...TAKARA, APPKIND_KIND_SETTINGS: '[1]' })).toThrow(/APPKIND_KIND_SETTINGS must be a mapping/);
+  });
+  test('versions: several served, exactly one stored, the kind\'s version among the served; each mistake named with its fix', () => {
+    const base = { group: 'v.example.com', version: 'v1alpha1', kind: 'Ver', image: 'nginx', port: 80 };
+    const versions = [{ name: 'v1alpha1' }, { name: 'v1', storage: true }];
+    expect(kindsFromDocument({ kinds: [{ ...base, versions }] }, 'f.yaml')[0]!.versions).toEqual(versions);
+    const refused = (v: unknown[], version = 'v1alpha1') => () => kindsFromDocument({ kinds: [{ ...base, version, versions: v }] }, 'f.yaml');
+    expect(refused([{ name: 'v1alpha1' }, { name: 'v1' }])).toThrow(/f\.yaml kinds\[0\]: versions has no storage versions \(none\); mark exactly one with storage: true/);
+    expect(refused([{ name: 'v1alpha1', storage: true }, { name: 'v1', storage: true }])).toThrow(/versions has 2 storage versions \(v1alpha1, v1\); mark exactly one/);
+    expect(refused([{ name: 'v1', storage: true }, { name: 'v1' }])).toThrow(/versions lists v1 twice; list each version once/);
+    expect(refused([{ name: 'v1', storage: true }])).toThrow(/versions does not list v1alpha1, the kind's version; list it, or set version to one of v1/);
+    expect(refused([{ name: 'v1alpha1', served: false }, { name: 'v1', storage: true }])).toThrow(/versions does not serve v1alpha1, the kind's version .*; serve it, or set version to a served one/);
+    expect(refused([{ name: 'v1alpha1' }, { name: 'v1', storage: true, served: false }])).toThrow(/stores CRs at v1, which is not served; serve the storage version/);
+    expect(refused([])).toThrow(ConfigError);
   });
 });

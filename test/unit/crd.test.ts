@@ -144,4 +144,16 @@ describe('AppKindCrd', () => {
       expect(checkedIn).toBe(crdYaml(kind));
     }
   });
+  test('renders every listed version with one schema, served and storage as listed; version alone when none are listed', () => {
+    const kind: AppKind = { ...SAMPLE_KIND, version: 'v1beta1', versions: [{ name: 'v1alpha1', served: false }, { name: 'v1beta1' }, { name: 'v1', storage: true }] };
+    const multi = crdOf(kind);
+    expect(multi.spec.versions.map((v) => [v.name, (v as unknown as { served: boolean }).served, (v as unknown as { storage: boolean }).storage]))
+      .toEqual([['v1alpha1', false, false], ['v1beta1', true, false], ['v1', true, true]]);
+    for (const v of multi.spec.versions) expect(v.schema).toEqual(version.schema);
+    expect((multi.spec as unknown as { conversion: unknown }).conversion).toEqual({ strategy: 'None' });
+    expect(AppKindCrd.storageVersionOf(kind)).toBe('v1');
+    expect(crd.spec.versions.map((v) => [v.name, (v as unknown as { storage: boolean }).storage])).toEqual([['v1alpha1', true]]);
+    expect(AppKindCrd.storageVersionOf(SAMPLE_KIND)).toBe('v1alpha1');
+    expect(() => crdOf({ ...SAMPLE_KIND, versions: [{ name: 'v1' }, { name: 'v1alpha1' }] })).toThrow(/AppKind EchoFlask: versions has no storage versions/);
+  });
 });

@@ -31,6 +31,16 @@ const cr: KubernetesObject = { apiVersion: 'swallowlab.com/v1alpha1', kind: 'Ech
 const other: KubernetesObject = { ...cr, metadata: { name: 'other', namespace: 'ns', uid: 'u2' } };
 
 describe('EventRecorder', () => {
+  test('a cluster-scoped object\'s Event goes to the namespace default and names the object without a namespace', async () => {
+    const rest = client();
+    const appKind: KubernetesObject = { apiVersion: 'appkind.io/v1alpha1', kind: 'AppKind', metadata: { name: 'flasks.swallowlab.com', uid: 'u3' } };
+    await new EventRecorder(rest, 'op', silentLogger).record(appKind, 'Normal', 'Serving', 'serving Flask');
+    expect(rest.sent.map((s) => `${s.method} ${s.path}`)).toEqual(['POST /api/v1/namespaces/default/events']);
+    const event = rest.sent[0]!.body as { metadata?: { namespace?: string }; involvedObject?: Record<string, unknown> };
+    expect(event.metadata?.namespace).toBe('default');
+    expect(event.involvedObject).toEqual({ apiVersion: 'appkind.io/v1alpha1', kind: 'AppKind', name: 'flasks.swallowlab.com', namespace: undefined, uid: 'u3' });
+  });
+
   test('the same reason on the same object within 10 minutes: one Event, its count raised with the latest message', async () => {
     let now = 0;
     const rest = client();

@@ -21,6 +21,12 @@ describe('render', () => {
     expect(service).toMatchObject({ kind: 'Service', metadata: { name: 'example-echoflask-svc', namespace: 'default' }, spec: { type: 'NodePort', ports: [{ port: 5000, targetPort: 5000 }] } });
   });
 
+  test('the same children whatever version a CR was read at, and whatever versions its kind lists', () => {
+    const kind = { ...SAMPLE_KIND, versions: [{ name: 'v1alpha1' }, { name: 'v1', storage: true }] };
+    const atV1 = { ...cr({ size: 2, image: 'takeyan/flask:0.0.3' }), apiVersion: 'swallowlab.com/v1' };
+    expect(render(kind, atV1)).toEqual(render(SAMPLE_KIND, cr({ size: 2, image: 'takeyan/flask:0.0.3' })));
+  });
+
   test('the spec overrides the kind defaults', () => {
     const [deployment, service] = asList(render(SAMPLE_KIND, cr({ size: 0, image: 'nginx:1.27', port: 8080, nodePort: 31000 }, 'shop')));
     expect(deployment!.spec.replicas).toBe(0);

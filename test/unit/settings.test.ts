@@ -68,6 +68,7 @@ describe('the settings table', () => {
       namespace: 'ops',
       name: 'my-operator',
       watchNamespaces: ['team-a', 'team-b'],
+      kindGroups: ['apps.example.com', 'team.example.org'],
       workers: 3,
       logLevel: LogLevel.DEBUG,
       leaseDurationSeconds: 30,
@@ -79,6 +80,7 @@ describe('the settings table', () => {
     const settings = load(bundleEnv(props));
     expect(settings).toMatchObject({
       namespaces: ['team-a', 'team-b'],
+      kindGroups: ['apps.example.com', 'team.example.org'],
       workers: 3,
       logLevel: 'debug',
       leaderElect: true,
@@ -96,6 +98,14 @@ describe('the settings table', () => {
       configMap: { namespace: 'ops', name: 'my-operator-kinds' },
     });
     expect(settings.kinds.map((k) => k.kind)).toEqual([SAMPLE_KIND.kind, 'Takara']);
+  });
+
+  it('APPKIND_KIND_GROUPS: none when unset; a Kubernetes group or the AppKind API group is refused naming the variable', () => {
+    expect(loadSettings({}).kindGroups).toEqual([]);
+    expect(loadSettings({ APPKIND_KIND_GROUPS: ' apps.example.com , ' }).kindGroups).toEqual(['apps.example.com']);
+    for (const group of ['apps.k8s.io', 'appkind.io', 'apps']) {
+      expect(() => loadSettings({ APPKIND_KIND_GROUPS: group })).toThrow(new RegExp(`^APPKIND_KIND_GROUPS: "${group}" .*; list API groups of your own`));
+    }
   });
 
   it('the usage text shows each flag with its variable and the default from the table', () => {

@@ -1,6 +1,6 @@
 // The Helm chart charts/appkind-operator is written as a chart; what a Go template cannot compute is
-// rendered here by the constructs: for each set of kinds, their CRDs, the operator's rules for them,
-// their -view/-edit ClusterRoles and the child admission policies (kindValues). The chart's own kinds
+// rendered here by the constructs: for each set of kinds and kind groups, their CRDs, the operator's
+// rules for them and for CRDs, their -view/-edit ClusterRoles and the admission policies (kindValues). The chart's own kinds
 // have theirs in files/kinds.yaml (npm run chart); other kinds come as values (npm run kinds --
 // --helm-values). `npm run release` copies the chart, with the image and kinds it was given.
 import type { KubernetesObject, V1ClusterRole } from '@kubernetes/client-node';
@@ -28,33 +28,37 @@ const isMonitoringObject = (o: KubernetesObject, name: string) =>
 const isKindObject = (o: KubernetesObject, name: string) =>
   o.kind === 'CustomResourceDefinition' || o.kind!.startsWith('ValidatingAdmissionPolicy') || (o.kind === 'ClusterRole' && o.metadata!.name !== name && !o.metadata!.name!.startsWith(`${name}-`));
 
-/** What serving `kinds` installs: the kinds, the operator's rules for them and the objects. */
+/** What serving `kinds` with AppKinds in `kindGroups` installs: both, the operator's rules for them and for CRDs, and the objects. */
 export interface KindObjects {
   readonly kinds: AppKind[];
+  readonly kindGroups: string[];
   readonly rules: unknown[];
+  readonly crdRules: unknown[];
   readonly objects: KubernetesObject[];
 }
 
-/** The chart values for `kinds`: kinds and kindObjects; the operator's namespace is a template in them. */
-export function kindValues(kinds: AppKind[], name = CHART_NAME): { kinds: AppKind[]; kindObjects: KindObjects } {
-  const objects = bundleObjects({ kinds, namespace: NS, name });
-  const rules = (objects.find((o) => o.kind === 'ClusterRole' && o.metadata!.name === name) as V1ClusterRole).rules!;
+/** The chart values for `kinds` and `kindGroups`: both and kindObjects; the operator's namespace is a template in them. */
+export function kindValues(kinds: AppKind[], name = CHART_NAME, kindGroups: string[] = []): { kinds: AppKind[]; kindGroups: string[]; kindObjects: KindObjects } {
+  const objects = bundleObjects({ kinds, namespace: NS, name, kindGroups });
+  const rulesOf = (role: string) => (objects.find((o) => o.kind === 'ClusterRole' && o.metadata!.name === role) as V1ClusterRole).rules!;
+  const rules = rulesOf(name);
+  const crdRules = rulesOf(`${name}-crds`);
   const text = JSON.stringify(objects.filter((o) => isKindObject(o, name)), (_, v: unknown) => {
     if (typeof v === 'string' && /\{\{|\}\}/.test(v)) throw new ConfigError(`a kind's rendering holds "{{" or "}}" (${v.slice(0, 80)}), which Helm would read as a template`);
     return v;
   });
   const templated = JSON.parse(text, (_, v: unknown) => (typeof v === 'string' ? v.replaceAll(NS, '{{ include "appkind-operator.namespace" . }}') : v)) as KubernetesObject[];
-  return { kinds, kindObjects: { kinds, rules, objects: templated } };
+  return { kinds, kindGroups, kindObjects: { kinds, kindGroups, rules, crdRules, objects: templated } };
 }
 
-/** files/kinds.yaml of a chart serving `kinds`. */
-export function kindObjectsFile(kinds: AppKind[]): string {
+/** files/kinds.yaml of a chart serving `kinds`, AppKinds allowed `kindGroups`. */
+export function kindObjectsFile(kinds: AppKind[], kindGroups: string[] = []): string {
   const header = [
-    "# What serving values.yaml's kinds installs: their CRDs, the operator's rules for them, their",
-    '# -view/-edit ClusterRoles and the child admission policies, rendered by the cdk8s-appkind',
-    '# constructs. Written by `npm run chart` from values.yaml; do not edit.',
+    "# What serving values.yaml's kinds and kindGroups installs: their CRDs, the operator's rules for them",
+    '# and for CRDs, their -view/-edit ClusterRoles and the admission policies, rendered by the',
+    '# cdk8s-appkind constructs. Written by `npm run chart` from values.yaml; do not edit.',
   ];
-  return `${header.join('\n')}\n${stringify(kindValues(kinds).kindObjects, { lineWidth: 0 })}`;
+  return `${header.join('\n')}\n${stringify(kindValues(kinds, CHART_NAME, kindGroups).kindObjects, { lineWidth: 0 })}`;
 }
 
 /**
@@ -77,19 +81,25 @@ export function chartKinds(dir = CHART_DIR): AppKind[] {
   return (parseDocument(readFileSync(join(dir, 'values.yaml'), 'utf8')).toJS() as { kinds: AppKind[] }).kinds;
 }
 
+/** The kindGroups of a chart folder's values.yaml. */
+export function chartKindGroups(dir = CHART_DIR): string[] {
+  return (parseDocument(readFileSync(join(dir, 'values.yaml'), 'utf8')).toJS() as { kindGroups?: string[] }).kindGroups ?? [];
+}
+
 /**
- * Copies the chart to `dir` with `image` and `kinds` (and, with `monitoring`, monitoring.enabled) as
- * its defaults: values.yaml keeps its comments, and files/kinds.yaml is rendered again when the kinds
- * differ from the chart's.
+ * Copies the chart to `dir` with `image`, `kinds` and `kindGroups` (and, with `monitoring`,
+ * monitoring.enabled) as its defaults: values.yaml keeps its comments, and files/kinds.yaml is rendered
+ * again when the kinds or kind groups differ from the chart's.
  */
-export function writeChart(dir: string, image: string, kinds: AppKind[], monitoring = false): void {
+export function writeChart(dir: string, image: string, kinds: AppKind[], monitoring = false, kindGroups: string[] = []): void {
   cpSync(CHART_DIR, dir, { recursive: true });
   const values = parseDocument(readFileSync(join(dir, 'values.yaml'), 'utf8'));
   values.set('image', image);
   if (monitoring) values.setIn(['monitoring', 'enabled'], true);
-  if (JSON.stringify(kinds) !== JSON.stringify(chartKinds())) {
+  if (JSON.stringify(kinds) !== JSON.stringify(chartKinds()) || JSON.stringify(kindGroups) !== JSON.stringify(chartKindGroups())) {
     values.set('kinds', kinds);
-    writeFileSync(join(dir, KIND_OBJECTS_FILE), kindObjectsFile(kinds));
+    values.set('kindGroups', kindGroups);
+    writeFileSync(join(dir, KIND_OBJECTS_FILE), kindObjectsFile(kinds, kindGroups));
   }
   writeFileSync(join(dir, 'values.yaml'), values.toString({ lineWidth: 0 }));
 }

@@ -16,10 +16,11 @@ const FIELD_MANAGER = 'appkind-kinds';
 export interface Installed {
   readonly kinds: AppKind[];
   readonly watchNamespaces: string[];
+  readonly kindGroups: string[];
   readonly configMap: string;
 }
 
-/** The installed operator's kinds (its ConfigMap) and watched namespaces (its Deployment's env). */
+/** The installed operator's kinds (its ConfigMap), watched namespaces and kind groups (its Deployment's env). */
 export async function installedKinds(rest: RestClient, namespace: string, name: string): Promise<Installed> {
   const deployment = await rest.get<V1Deployment>({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { namespace, name } });
   if (!deployment) throw new ConfigError(`no Deployment ${namespace}/${name}: install the operator first (kubectl apply -f release/install.yaml), or give --namespace and --name`);
@@ -37,15 +38,16 @@ export async function installedKinds(rest: RestClient, namespace: string, name: 
     throw new ConfigError(`ConfigMap ${namespace}/${configMap}: ${basename(file)} is not valid YAML (${(e as Error).message})`);
   }
   const watchNamespaces = (env('APPKIND_WATCH_NAMESPACE') ?? '').split(',').map((s) => s.trim()).filter(Boolean);
-  return { kinds: kindsFromDocument(doc, `ConfigMap ${namespace}/${configMap}`), watchNamespaces, configMap };
+  const kindGroups = (env('APPKIND_KIND_GROUPS') ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  return { kinds: kindsFromDocument(doc, `ConfigMap ${namespace}/${configMap}`), watchNamespaces, kindGroups, configMap };
 }
 
 /** Applies the installed kinds' objects (server-side apply); resolves once their CRDs are Established. */
 export async function installKinds(kc: KubeConfig, namespace = 'appkind-system', name = 'appkind-operator'): Promise<KubernetesObject[]> {
   const rest = new RestClient(kc);
   try {
-    const { kinds, watchNamespaces } = await installedKinds(rest, namespace, name);
-    const objects = kindsObjects({ kinds, namespace, name, watchNamespaces });
+    const { kinds, watchNamespaces, kindGroups } = await installedKinds(rest, namespace, name);
+    const objects = kindsObjects({ kinds, namespace, name, watchNamespaces, kindGroups });
     for (const obj of objects) await rest.apply(obj, FIELD_MANAGER);
     for (const crd of objects.filter((o) => o.kind === 'CustomResourceDefinition')) {
       await waitFor(`CRD ${crd.metadata!.name} Established`, async () => {

@@ -4,10 +4,10 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { App, Chart, Yaml } from 'cdk8s';
 import { OperatorBundle, OperatorBundleProps, OperatorMonitoring } from 'cdk8s-appkind';
-import { loadAppKinds, watchNamespaces } from 'appkind-operator/kinds';
+import { kindGroups, loadAppKinds, watchNamespaces } from 'appkind-operator/kinds';
 import { withPrefixedSettings } from 'appkind-operator/settings';
 
-/** The bundle's props from the configuration: kinds, APPKIND_OPERATOR_IMAGE/NAMESPACE, APPKIND_WATCH_NAMESPACE. */
+/** The bundle's props from the configuration: kinds, APPKIND_OPERATOR_IMAGE/NAMESPACE, APPKIND_WATCH_NAMESPACE, APPKIND_KIND_GROUPS. */
 export function bundleProps(given: NodeJS.ProcessEnv, image?: string): OperatorBundleProps {
   const { env } = withPrefixedSettings(given);
   return {
@@ -15,6 +15,7 @@ export function bundleProps(given: NodeJS.ProcessEnv, image?: string): OperatorB
     image: image ?? (env.APPKIND_OPERATOR_IMAGE || undefined),
     namespace: env.APPKIND_OPERATOR_NAMESPACE || undefined,
     watchNamespaces: watchNamespaces(env),
+    kindGroups: kindGroups(env),
   };
 }
 
@@ -45,7 +46,8 @@ type Rbac = KubernetesObject & { roleRef?: { name: string } };
  * for them, the bundle's child admission policies admitting them, and their -view/-edit roles. The reconcile RBAC is the bundle's own (a ClusterRole, or a
  * Role in each watched namespace) under the name `<name>-kinds`, bound to the same ServiceAccount, so
  * re-applying install.yaml never takes a later kind's rights away. The lease Role, the metrics
- * ClusterRoles, Namespace, ServiceAccount, ConfigMap, Deployment, metrics Service and NetworkPolicy are left out: a kinds edit does not touch them.
+ * ClusterRoles, Namespace, ServiceAccount, ConfigMap, Deployment, metrics Service and NetworkPolicy are left out: a kinds edit does not touch them;
+ * nor what the kindGroups shape (the CRD rules and policies, the groups' roles, the AppKind children's policy).
  */
 export function kindsObjects(props: OperatorBundleProps): KubernetesObject[] {
   const name = props.name ?? DEFAULT_NAME;
@@ -54,14 +56,18 @@ export function kindsObjects(props: OperatorBundleProps): KubernetesObject[] {
     metadata: { ...o.metadata, name: `${name}-kinds` },
     ...(o.roleRef ? { roleRef: { ...o.roleRef, name: `${name}-kinds` } } : {}),
   });
+  // What depends on its kindGroups, not on its kinds (CRD rules and policies, the groups' roles): a kinds edit leaves it.
+  const crdObjects = [`${name}-crds`, `${name}-appkind-crds`, `${name}-appkind-children`];
+  const groupRoles = (props.kindGroups ?? []).flatMap((g) => [`${g}-view`, `${g}-edit`]);
   return bundleObjects(props).flatMap((o: Rbac) => {
     // The child admission policies name the kinds they admit: re-rendered with every kind, in place.
-    if (o.kind === 'CustomResourceDefinition' || o.kind?.startsWith('ValidatingAdmissionPolicy')) return [o];
+    if (o.kind?.startsWith('ValidatingAdmissionPolicy')) return crdObjects.includes(o.metadata?.name ?? '') ? [] : [o];
+    if (o.kind === 'CustomResourceDefinition') return [o];
     if (!RBAC.includes(o.kind!)) return [];
     if (o.metadata?.name === name) return [renamed(o)];
-    // the kinds' authoring roles; not the lease Role and its binding, nor the metrics reviews' and
-    // readers' roles (they serve no kind: `kinds --print | kubectl delete -f -` must leave them)
-    const own = ['-leader-election', '-metrics-auth', '-metrics-reader'].map((suffix) => `${name}${suffix}`);
+    // the kinds' authoring roles; not the lease Role and its binding, nor the metrics reviews', the
+    // readers' or the CRD roles (they serve no kind: `kinds --print | kubectl delete -f -` must leave them)
+    const own = [...['-leader-election', '-metrics-auth', '-metrics-reader', '-crds'].map((suffix) => `${name}${suffix}`), ...groupRoles];
     return own.includes(o.metadata?.name ?? '') ? [] : [o];
   });
 }

@@ -79,6 +79,9 @@ Refusals that Helm's own checks would make later or not at all, each naming what
 {{- if ne (toJson .Values.kinds) (toJson $kindObjects.kinds) }}
 {{- fail "kinds differ from the kinds their CRDs, rules and policies (kindObjects) were rendered for: render both with APPKIND_CONFIG=<your kinds file> npm run -s kinds -- --helm-values > kinds.values.yaml, then give -f kinds.values.yaml to helm install or helm upgrade" }}
 {{- end }}
+{{- if ne (toJson (.Values.kindGroups | default list)) (toJson ($kindObjects.kindGroups | default list)) }}
+{{- fail "kindGroups differ from the kind groups the operator's rules and admission policies (kindObjects) were rendered for: render both with APPKIND_KIND_GROUPS=<groups, comma-separated> APPKIND_CONFIG=<your kinds file> npm run -s kinds -- --helm-values > kinds.values.yaml, then give -f kinds.values.yaml to helm install or helm upgrade" }}
+{{- end }}
 {{- $name := printf "%s-metrics-auth" (include "appkind-operator.name" .) }}
 {{- $binding := lookup "rbac.authorization.k8s.io/v1" "ClusterRoleBinding" "" $name }}
 {{- if $binding }}

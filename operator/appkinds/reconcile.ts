@@ -1,0 +1,353 @@
+// One AppKind to one served kind: its spec checked as the kinds file's kinds are, its CRD's name
+// checked against the CRDs and kinds of others, the CRD applied and awaited, the kind served, and
+// status written only when it changed (a steady state writes nothing). Deleting it acts on its
+// deletionPolicy under the finalizer.
+import type { V1CustomResourceDefinition } from '@kubernetes/client-node';
+import { AppKind, AppKindApiCrd, AppKindCrd } from 'cdk8s-appkind';
+import { ConfigError, validateAppKind } from '../kinds/validate.js';
+import { KIND_PROPERTIES } from '../kinds/schema.js';
+import { apiFailure } from '../runtime/api-failure.js';
+import type { EventRecorder } from '../runtime/events.js';
+import type { Logger } from '../runtime/log.js';
+import type { HandlerResult } from '../runtime/queue.js';
+import { MERGE_PATCH, resourcePath, RestClient } from '../runtime/rest.js';
+import type { KindSources } from '../controller/kind-sources.js';
+import { applied, CrdPlanner, planCrd } from './crd-plan.js';
+import type { AppKindCondition, AppKindResource, AppKindStatus } from './types.js';
+
+/** Why an AppKind is Ready or not (status.conditions[Ready].reason). */
+export const AppKindReason = {
+  SERVING: 'Serving',
+  INVALID_SPEC: 'InvalidSpec',
+  CRD_CONFLICT: 'CRDConflict',
+  KIND_CONFLICT: 'KindConflict',
+  CRD_APPLY_FAILED: 'CRDApplyFailed',
+  CRD_NOT_ESTABLISHED: 'CRDNotEstablished',
+  CRD_NAMES_NOT_ACCEPTED: 'CRDNamesNotAccepted',
+  RESOURCES_FORBIDDEN: 'ResourcesForbidden',
+} as const;
+
+/** Every spec setting named as the user wrote it, `spec.port`, in the messages of the kinds file's checks. */
+const SPEC_NAMES: Partial<Record<keyof AppKind, string>> = Object.fromEntries(Object.keys(KIND_PROPERTIES).map((k) => [k, `spec.${k}`]));
+
+/** How soon a CRD the API server has not established yet is looked at again. */
+const NOT_ESTABLISHED_RETRY_MS = 1000;
+
+/** What reconciling AppKinds reads and writes through. */
+export interface AppKindReconcilerDeps {
+  readonly rest: Pick<RestClient, 'apply' | 'delete' | 'request' | 'patchStatus'>;
+  readonly events: EventRecorder;
+  readonly sources: KindSources;
+  /** AppKinds by name, from the cache. */
+  readonly appKind: (name: string) => AppKindResource | undefined;
+  /** CRDs by name, from the cache. */
+  readonly crd: (name: string) => V1CustomResourceDefinition | undefined;
+  /** CRs of a served kind in the cache (undefined before they are listed). */
+  readonly resourceCount: (kind: string) => number | undefined;
+  /** Why the CRs of a served kind cannot be listed, while they cannot. */
+  readonly listFailure?: (kind: string) => { code: number; message: string } | undefined;
+  readonly fieldManager: string;
+  /** The operator's name: app.kubernetes.io/managed-by of the CRDs it makes. */
+  readonly managedBy: string;
+  /** Decides the CRD to apply (one version by default; several with storage migration plug in here). */
+  readonly planner?: CrdPlanner;
+  readonly now?: () => Date;
+}
+
+const API = { apiVersion: AppKindApiCrd.API_VERSION, plural: AppKindApiCrd.PLURAL };
+const established = (crd: V1CustomResourceDefinition | undefined) =>
+  crd?.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') ?? false;
+const namesRefused = (crd: V1CustomResourceDefinition | undefined) =>
+  crd?.status?.conditions?.find((c) => c.type === 'NamesAccepted' && c.status === 'False');
+
+/** The name of the CRD an AppKind asks for, from its spec as written (valid or not), for deletion. */
+function crdNameOfSpec(ak: AppKindResource): string | undefined {
+  const spec = ak.spec ?? {};
+  if (typeof spec.group !== 'string' || typeof spec.kind !== 'string') return ak.status?.crd;
+  const plural = typeof spec.plural === 'string' && spec.plural ? spec.plural : `${spec.kind.toLowerCase()}s`;
+  return `${plural}.${spec.group}`;
+}
+
+/** JSON with keys sorted and undefined dropped: equal for equal statuses whatever order the server keeps. */
+function canonical(value: unknown): string {
+  return JSON.stringify(value, (_, v: unknown) =>
+    v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(
+          Object.entries(v)
+            .filter(([, x]) => x !== undefined)
+            .sort(([a], [b]) => a.localeCompare(b)),
+        )
+      : v,
+  );
+}
+
+export class AppKindReconciler {
+  private readonly planner: CrdPlanner;
+  private readonly now: () => Date;
+  /**
+   * The last status written per AppKind and the resourceVersion the write made: until the cache
+   * shows that write, the same status is not written again (nor its Event recorded twice).
+   */
+  private readonly written = new Map<string, { status: string; resourceVersion?: string }>();
+
+  constructor(private readonly deps: AppKindReconcilerDeps) {
+    this.planner = deps.planner ?? planCrd;
+    this.now = deps.now ?? (() => new Date());
+  }
+
+  async reconcile(name: string, log: Logger): Promise<HandlerResult> {
+    const { sources } = this.deps;
+    const ak = this.deps.appKind(name);
+    if (!ak) {
+      // Gone without our finalizer (removed by hand): stop serving it, leave its CRD.
+      const changes = sources.removeAppKind(name);
+      if (changes) log.info('appkind gone; kind no longer served', { ...changes });
+      return;
+    }
+    if (ak.metadata?.deletionTimestamp) return this.finalize(ak, log);
+    if (!ak.metadata?.finalizers?.includes(AppKindApiCrd.FINALIZER)) {
+      // The update event of this patch reconciles it again.
+      await this.patchFinalizers(ak, [...(ak.metadata?.finalizers ?? []), AppKindApiCrd.FINALIZER]);
+      return;
+    }
+
+    let kind: AppKind;
+    try {
+      const spec: Record<string, unknown> = { ...ak.spec };
+      delete spec.deletionPolicy;
+      kind = validateAppKind(spec, `AppKind ${name}`, SPEC_NAMES);
+    } catch (e) {
+      if (!(e instanceof ConfigError)) throw e;
+      return this.refuse(ak, AppKindReason.INVALID_SPEC, `${e.message}${this.stillServing(name)}`, log);
+    }
+
+    const crdName = AppKindCrd.nameOf(kind);
+    const sameKind = (k: AppKind) => k.kind === kind.kind || AppKindCrd.nameOf(k) === crdName;
+    const fromFile = sources.file.find(sameKind);
+    if (fromFile) {
+      return this.refuse(
+        ak,
+        AppKindReason.KIND_CONFLICT,
+        `AppKind ${name}: the kind ${fromFile.kind} (CRD ${AppKindCrd.nameOf(fromFile)}) is served from the kinds file already; remove it from the kinds file, or give spec.kind and spec.plural other names${this.stillServing(name)}`,
+        log,
+      );
+    }
+    const other = [...sources.fromAppKinds].find(([n, k]) => n !== name && sameKind(k));
+    if (other) {
+      return this.refuse(
+        ak,
+        AppKindReason.KIND_CONFLICT,
+        `AppKind ${name}: the kind ${other[1].kind} (CRD ${AppKindCrd.nameOf(other[1])}) is served for AppKind ${other[0]} already; delete one of the two, or give spec.kind and spec.plural other names${this.stillServing(name)}`,
+        log,
+      );
+    }
+    const live = this.deps.crd(crdName);
+    const owner = live?.metadata?.labels?.[AppKindApiCrd.APPKIND_LABEL];
+    if (live && owner === undefined) {
+      return this.refuse(
+        ak,
+        AppKindReason.CRD_CONFLICT,
+        `AppKind ${name}: the CRD ${crdName} exists and was not made for an AppKind (it has no label ${AppKindApiCrd.APPKIND_LABEL}), so the operator leaves it alone; give spec.group or spec.plural other names, or delete that CRD if nothing uses it${this.stillServing(name)}`,
+        log,
+      );
+    }
+    if (live && owner !== name && this.deps.appKind(owner!)) {
+      return this.refuse(
+        ak,
+        AppKindReason.CRD_CONFLICT,
+        `AppKind ${name}: the CRD ${crdName} belongs to AppKind ${owner}; give spec.group or spec.plural other names, or delete AppKind ${owner}${this.stillServing(name)}`,
+        log,
+      );
+    }
+
+    const plan = this.planner({ appKind: ak, kind, live, managedBy: this.deps.managedBy });
+    let current = live;
+    if (!applied(plan, live)) {
+      try {
+        current = await this.deps.rest.apply(plan.crd, this.deps.fieldManager);
+      } catch (e) {
+        const f = apiFailure(e);
+        if (f.retryAfterMs !== undefined) throw e;
+        await this.refuse(
+          ak,
+          AppKindReason.CRD_APPLY_FAILED,
+          `AppKind ${name}: the API server refused its CRD ${crdName}: ${f.message}${this.stillServing(name)}`,
+          log,
+        );
+        throw e;
+      }
+      log.info(live ? 'crd updated' : 'crd created', { crd: crdName });
+      void this.deps.events.record(ak, 'Normal', live ? 'CRDUpdated' : 'CRDCreated', `${live ? 'updated' : 'created'} CRD ${crdName}`, log);
+    }
+    const refused = namesRefused(current);
+    if (refused) {
+      return this.refuse(
+        ak,
+        AppKindReason.CRD_NAMES_NOT_ACCEPTED,
+        `AppKind ${name}: the API server does not accept the names of CRD ${crdName}: ${refused.message ?? refused.reason}; change spec.kind, spec.plural or spec.shortNames`,
+        log,
+      );
+    }
+    if (!established(current)) {
+      await this.writeStatus(
+        ak,
+        {
+          ...this.observed(ak, current),
+          conditions: this.conditions(
+            ak,
+            'False',
+            AppKindReason.CRD_NOT_ESTABLISHED,
+            `waiting for the API server to establish CRD ${crdName}`,
+          ),
+        },
+        log,
+      );
+      return { requeueAfterMs: NOT_ESTABLISHED_RETRY_MS };
+    }
+
+    if (canonical(sources.appKind(name)) !== canonical(kind)) {
+      const changes = sources.setAppKind(name, kind);
+      log.info('serving appkind', { kind: `${kind.kind}.${kind.group}/${kind.version}`, ...changes });
+    }
+    const failure = this.deps.listFailure?.(kind.kind);
+    if (failure?.code === 403) {
+      // The CRD is served, but the operator may not read its CRs (a cluster's RBAC grants it its own kinds only).
+      const message = `AppKind ${name}: CRD ${crdName} is served, but the operator may not list its resources (${failure.message.split('\n')[0]}); grant the operator's ServiceAccount get, list and watch on ${kind.plural} and patch on ${kind.plural}/status in the API group ${kind.group}`;
+      await this.writeStatus(
+        ak,
+        { ...this.observed(ak, current), conditions: this.conditions(ak, 'False', AppKindReason.RESOURCES_FORBIDDEN, message) },
+        log,
+      );
+      return;
+    }
+    const message = `serving ${kind.kind}.${kind.group}/${kind.version} from CRD ${crdName}`;
+    await this.writeStatus(
+      ak,
+      {
+        ...this.observed(ak, current),
+        conditions: this.conditions(ak, 'True', AppKindReason.SERVING, message),
+        resources: this.deps.resourceCount(kind.kind) ?? ak.status?.resources ?? 0,
+        migration: plan.migration,
+      },
+      log,
+    );
+  }
+
+  /** What status says of the CRD as it is, and which generation it is about. */
+  private observed(ak: AppKindResource, crd: V1CustomResourceDefinition | undefined): AppKindStatus {
+    const versions = crd?.spec?.versions ?? [];
+    return {
+      observedGeneration: ak.metadata?.generation,
+      crd: crd?.metadata?.name,
+      servedVersions: versions.filter((v) => v.served).map((v) => v.name),
+      storageVersion: versions.find((v) => v.storage)?.name,
+      storedVersions: crd?.status?.storedVersions,
+    };
+  }
+
+  /** " (still serving X)" when an earlier spec of this AppKind is served, for a refusal's message. */
+  private stillServing(name: string): string {
+    const served = this.deps.sources.appKind(name);
+    return served ? ` (still serving ${served.kind}.${served.group}/${served.version} as before)` : '';
+  }
+
+  /** Ready=False with the reason; what is served does not change. */
+  private async refuse(ak: AppKindResource, reason: string, message: string, log: Logger): Promise<void> {
+    log.warn('appkind refused', { reason, message });
+    await this.writeStatus(
+      ak,
+      { ...ak.status, observedGeneration: ak.metadata?.generation, conditions: this.conditions(ak, 'False', reason, message) },
+      log,
+    );
+  }
+
+  /** The Ready condition, its lastTransitionTime kept while its status does not change. */
+  private conditions(ak: AppKindResource, status: 'True' | 'False', reason: string, message: string): AppKindCondition[] {
+    const before = ak.status?.conditions?.find((c) => c.type === 'Ready');
+    const lastTransitionTime =
+      before && before.status === status
+        ? before.lastTransitionTime
+        : this.now()
+            .toISOString()
+            .replace(/\.\d{3}Z$/, 'Z');
+    return [
+      { type: 'Ready', status, reason, message: message.slice(0, 32768), lastTransitionTime, observedGeneration: ak.metadata?.generation },
+    ];
+  }
+
+  /** A merge patch of status when it differs from the cached one (fields no longer set are removed); an Event when Ready changes. */
+  private async writeStatus(ak: AppKindResource, status: AppKindStatus, log: Logger): Promise<void> {
+    const live = ak.status ?? {};
+    const name = ak.metadata!.name!;
+    const next = canonical(status);
+    if (canonical(live) === next) return;
+    if (this.cacheBehindWrite(name, ak, next)) return;
+    const removed = Object.fromEntries(
+      Object.keys(live)
+        .filter((k) => status[k as keyof AppKindStatus] === undefined)
+        .map((k) => [k, null]),
+    );
+    const written = await this.deps.rest.patchStatus(ak, { ...removed, ...status });
+    this.written.set(name, { status: next, resourceVersion: written.metadata?.resourceVersion });
+    const before = live.conditions?.find((c) => c.type === 'Ready');
+    const ready = status.conditions?.find((c) => c.type === 'Ready');
+    // Waiting a moment for the API server to establish a CRD is no news worth an Event.
+    const news = ready && ready.reason !== AppKindReason.CRD_NOT_ESTABLISHED;
+    if (ready && news && (ready.status !== before?.status || ready.reason !== before?.reason || ready.message !== before?.message)) {
+      log.info('appkind status', { ready: ready.status, reason: ready.reason });
+      void this.deps.events.record(ak, ready.status === 'True' ? 'Normal' : 'Warning', ready.reason, ready.message, log);
+    }
+  }
+
+  /** Whether `status` is what this process last wrote and the cached AppKind is older than that write. */
+  private cacheBehindWrite(name: string, ak: AppKindResource, status: string): boolean {
+    const last = this.written.get(name);
+    if (!last) return false;
+    const cached = ak.metadata?.resourceVersion;
+    // resourceVersions are etcd revisions: numbers in practice, opaque by contract (then: equal or not).
+    const behind =
+      /^\d+$/.test(cached ?? '') && /^\d+$/.test(last.resourceVersion ?? '')
+        ? BigInt(cached!) < BigInt(last.resourceVersion!)
+        : cached !== last.resourceVersion;
+    if (!behind) this.written.delete(name);
+    return behind && last.status === status;
+  }
+
+  /** Deleting: stop serving, act on deletionPolicy, then let the AppKind go. */
+  private async finalize(ak: AppKindResource, log: Logger): Promise<void> {
+    const name = ak.metadata!.name!;
+    if (!ak.metadata?.finalizers?.includes(AppKindApiCrd.FINALIZER)) return;
+    const changes = this.deps.sources.removeAppKind(name);
+    this.written.delete(name);
+    if (changes) log.info('appkind deleted; kind no longer served', { ...changes });
+    const crdName = crdNameOfSpec(ak);
+    const live = crdName ? this.deps.crd(crdName) : undefined;
+    const ours = live?.metadata?.labels?.[AppKindApiCrd.APPKIND_LABEL] === name;
+    if (ak.spec?.deletionPolicy === 'Delete' && live && ours) {
+      await this.deps.rest.delete(live);
+      log.info('crd deleted', { crd: crdName });
+      void this.deps.events.record(
+        ak,
+        'Normal',
+        'CRDDeleted',
+        `deleted CRD ${crdName}: the API server deletes its resources, the garbage collector their apps`,
+        log,
+      );
+    } else {
+      const what = live && ours ? `CRD ${crdName}, its resources and their apps stay` : 'no CRD of its own to keep or delete';
+      void this.deps.events.record(ak, 'Normal', 'Retained', `stopped serving the kind; ${what}`, log);
+    }
+    await this.patchFinalizers(
+      ak,
+      (ak.metadata?.finalizers ?? []).filter((f) => f !== AppKindApiCrd.FINALIZER),
+    );
+  }
+
+  /** Sets metadata.finalizers, only on the version read (a concurrent change makes it fail and retry). */
+  private async patchFinalizers(ak: AppKindResource, finalizers: string[]): Promise<void> {
+    await this.deps.rest.request('PATCH', resourcePath({ ...API, name: ak.metadata!.name! }), {
+      body: { metadata: { finalizers, resourceVersion: ak.metadata!.resourceVersion } },
+      contentType: MERGE_PATCH,
+    });
+  }
+}

@@ -1,0 +1,26 @@
+import { describe, expect, it } from '@jest/globals';
+import { SAMPLE_KIND } from 'appkind-operator/kinds';
+import { bundleProps, kindsObjects } from '../../tools/release/manifests.js';
+
+const names = (kindGroups: string[]) => kindsObjects({ kinds: [SAMPLE_KIND], kindGroups }).map((o) => `${o.kind}/${o.metadata!.name}`);
+
+describe("what a kinds edit installs (npm run kinds), with AppKinds' kind groups", () => {
+  it('re-renders the child policies with the groups, and leaves out what the groups alone shape', () => {
+    const withGroups = kindsObjects({ kinds: [SAMPLE_KIND], kindGroups: ['apps.example.com'] });
+    const deployments = withGroups.find((o) => o.kind === 'ValidatingAdmissionPolicy' && o.metadata!.name === 'appkind-operator-deployments') as unknown as {
+      spec: { validations: { expression: string }[] };
+    };
+    expect(deployments.spec.validations[0]!.expression).toContain("variables.ownerGroup in ['apps.example.com']");
+    // The CRD rules and policies, the groups' roles and the AppKind children's policy stay as install.yaml made them.
+    for (const name of ['appkind-operator-crds', 'appkind-operator-appkind-crds', 'appkind-operator-appkind-children', 'apps.example.com-view', 'apps.example.com-edit']) {
+      expect(names(['apps.example.com']).filter((n) => n.endsWith(`/${name}`))).toEqual([]);
+    }
+    expect(names(['apps.example.com'])).toEqual(names([]));
+  });
+
+  it('takes the groups from APPKIND_KIND_GROUPS, as npm run release does', () => {
+    expect(bundleProps({ APPKIND_KIND_GROUPS: 'apps.example.com,team.example.org' }).kindGroups).toEqual(['apps.example.com', 'team.example.org']);
+    expect(bundleProps({}).kindGroups).toEqual([]);
+    expect(() => bundleProps({ APPKIND_KIND_GROUPS: 'apps.k8s.io' })).toThrow(/APPKIND_KIND_GROUPS: "apps.k8s.io" is a Kubernetes group/);
+  });
+});
