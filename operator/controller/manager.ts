@@ -54,7 +54,7 @@ export class Manager {
     }));
     // The kind rollouts count a kind's CRs in its cache and wake the apps whose turn came through the queue.
     const memory = (this.memory = new ReconcilerMemory({
-      total: (kind) => (this.controller.caches.crs.get(kind)?.informers ?? []).reduce((n, i) => n + i.list().length, 0),
+      total: (kind) => (this.controller.caches.crs.get(kind)?.informers ?? []).reduce((n, i) => n + i.size, 0),
       // Later, not inside the reconcile or the kind change that frees a turn: an idle worker may take a key at once.
       wake: (keys) => setImmediate(() => keys.forEach((key) => this.controller.queue.add(key))),
       stopped: (kind, reason) => {
