@@ -123,11 +123,13 @@ async function run(settings: OperatorSettings, log: Logger): Promise<void> {
     sources,
     resourceCount: (kind) => manager.resourceCount(kind),
     listFailure: (kind) => manager.listFailure(kind),
+    rollout: (kind) => manager.rolloutSummary(kind),
     fieldManager: settings.fieldManager,
     managedBy: settings.leaseName,
     staleMs: settings.watchStaleSeconds * 1000,
   });
   manager.whenWorkersStart(() => appKinds.startWorkers());
+  manager.onRolloutStopped((kind, reason) => appKinds.rolloutStopped(kind, reason));
   const reviews = settings.metricsSecure && settings.metricsPort >= 0 ? new RestClient(kc) : undefined;
   const secure = reviews && (await secureMetrics(settings, reviews, log));
   const servers = await startProbeServers({

@@ -106,6 +106,18 @@ function statusSchema(): Schema {
           total: { type: 'integer', format: 'int64', minimum: 0 },
         },
       },
+      rollout: {
+        type: 'object',
+        description: "The kind's settings rolling out to its apps in waves (rollout.maxConcurrent at a time): the rollout going on, or the last one as it finished. Absent until the settings of the kind change while it has apps.",
+        properties: {
+          updated: { type: 'integer', format: 'int64', minimum: 0, description: 'Apps at the new pod template.' },
+          inFlight: { type: 'integer', format: 'int64', minimum: 0, description: 'Apps of the current wave, rolling and not Ready yet.' },
+          waiting: { type: 'integer', format: 'int64', minimum: 0, description: 'Apps waiting for their turn, or for a fix once the rollout stopped.' },
+          failed: { type: 'integer', format: 'int64', minimum: 0, description: 'Apps of a wave that did not become Ready at the new pod template.' },
+          failedApps: strings('The failed apps, namespace/name (reason).'),
+          stopped: { type: 'string', description: "Why the rollout stopped (the failed apps named); absent while it goes on or once it is done. The kind's next change starts a new rollout." },
+        },
+      },
     },
   };
 }
@@ -116,7 +128,8 @@ function statusSchema(): Schema {
  * `deletionPolicy`), and the operator makes and serves its CRD. The schema holds every check the API
  * server can make (required settings, patterns, enums, bounds); the operator checks the rest and says
  * Ready=False with the reason. `kubectl get appkinds` shows Ready, the CRD, its served and storage
- * versions, the number of CRs and the age. OperatorBundle renders it.
+ * versions, the number of CRs, the apps updated and waiting in the kind's rollout, and the age.
+ * OperatorBundle renders it.
  *
  * @example
  * import { App, Chart } from 'cdk8s';
@@ -196,8 +209,11 @@ export class AppKindApiCrd extends Construct {
             { name: 'Served', type: 'string', jsonPath: '.status.servedVersions', description: 'Versions served' },
             { name: 'Storage', type: 'string', jsonPath: '.status.storageVersion', description: 'Version stored' },
             { name: 'CRs', type: 'integer', jsonPath: '.status.resources', description: 'Resources of the kind' },
+            { name: 'Updated', type: 'integer', jsonPath: '.status.rollout.updated', description: 'Apps at the pod template of the kind\'s settings (its last rollout)' },
+            { name: 'Waiting', type: 'integer', jsonPath: '.status.rollout.waiting', description: 'Apps waiting for their turn in the kind\'s rollout' },
             { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
             { name: 'Reason', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].reason', priority: 1, description: 'Why Ready is what it is' },
+            { name: 'Rollout', type: 'string', jsonPath: '.status.rollout.stopped', priority: 1, description: 'Why the kind\'s rollout stopped, the failed apps named' },
           ],
         }],
       },

@@ -1,8 +1,8 @@
 // One AppKind to one served kind: its spec checked as the kinds file's kinds are, its CRD's name
 // checked against the CRDs and kinds of others, a change of its CRD checked against the CRs stored
 // under it, the CRD applied and awaited, the kind served, stored CRs moved to a new storage version,
-// and status written only when it changed (a steady state writes nothing). Deleting it acts on its
-// deletionPolicy under the finalizer.
+// the kind's rollout to its apps reported, and status written only when it changed (a steady state
+// writes nothing). Deleting it acts on its deletionPolicy under the finalizer.
 import type { V1CustomResourceDefinition } from '@kubernetes/client-node';
 import { AppKind, AppKindApiCrd, AppKindCrd } from 'cdk8s-appkind';
 import { needsStorageMigration, refusedCrdChange, storageOf } from '../kinds/crd-change.js';
@@ -14,9 +14,10 @@ import type { Logger } from '../runtime/log.js';
 import type { HandlerResult } from '../runtime/queue.js';
 import { MERGE_PATCH, resourcePath, RestClient } from '../runtime/rest.js';
 import type { KindSources } from '../controller/kind-sources.js';
+import { rolloutCondition, RolloutSummary } from '../controller/waves.js';
 import { applied, CrdPlanner, planCrd } from './crd-plan.js';
 import type { StorageMigrations } from './migrations.js';
-import type { AppKindCondition, AppKindMigration, AppKindResource, AppKindStatus } from './types.js';
+import type { AppKindCondition, AppKindMigration, AppKindResource, AppKindRollout, AppKindStatus } from './types.js';
 
 /** Why an AppKind is Ready or not (status.conditions[Ready].reason). */
 export const AppKindReason = {
@@ -42,6 +43,12 @@ const SPEC_NAMES: Partial<Record<keyof AppKind, string>> = Object.fromEntries(Ob
 /** How soon a CRD the API server has not established yet is looked at again. */
 const NOT_ESTABLISHED_RETRY_MS = 1000;
 
+/** While its kind's rollout moves, status.rollout is written at most this often (its start, stop and end at once). */
+const ROLLOUT_REFRESH_MS = 2000;
+/** After a change of the served settings, how often and how long to look for the rollout starting, to write it at once. */
+const ROLLOUT_START_POLL_MS = 250;
+const ROLLOUT_START_MS = 10_000;
+
 /** What reconciling AppKinds reads and writes through. */
 export interface AppKindReconcilerDeps {
   readonly rest: Pick<RestClient, 'apply' | 'delete' | 'request' | 'patchStatus'>;
@@ -62,6 +69,8 @@ export interface AppKindReconcilerDeps {
   readonly planner?: CrdPlanner;
   /** Runs storage migrations of the CRDs beside the reconciles; without it, none runs. */
   readonly migrations?: Pick<StorageMigrations, 'ensure' | 'state' | 'stop'>;
+  /** The rollout of a served kind's settings to its apps (Manager.rolloutSummary); without it, status shows none. */
+  readonly rollout?: (kind: string) => RolloutSummary | undefined;
   readonly now?: () => Date;
 }
 
@@ -78,6 +87,26 @@ function crdNameOfSpec(ak: AppKindResource): string | undefined {
   if (typeof spec.group !== 'string' || typeof spec.kind !== 'string') return ak.status?.crd;
   const plural = typeof spec.plural === 'string' && spec.plural ? spec.plural : `${spec.kind.toLowerCase()}s`;
   return `${plural}.${spec.group}`;
+}
+
+/** A rollout with apps in flight, waiting or failed, or stopped: not done. */
+const going = (r: AppKindRollout) => r.inFlight > 0 || r.waiting > 0 || r.failed > 0 || r.stopped !== undefined;
+
+const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v);
+
+/** The JSON merge patch from `live` to `next`: a key `next` drops is null, in nested objects too (lists are replaced whole). */
+function mergePatch(live: Record<string, unknown>, next: Record<string, unknown>): Record<string, unknown> {
+  const patch: Record<string, unknown> = Object.fromEntries(
+    Object.keys(live)
+      .filter((k) => next[k] === undefined)
+      .map((k) => [k, null]),
+  );
+  for (const [k, v] of Object.entries(next)) {
+    if (v === undefined) continue;
+    const before = live[k];
+    patch[k] = isObject(v) && isObject(before) ? mergePatch(before, v) : v;
+  }
+  return patch;
 }
 
 /** JSON with keys sorted and undefined dropped: equal for equal statuses whatever order the server keeps. */
@@ -101,6 +130,10 @@ export class AppKindReconciler {
    * shows that write, the same status is not written again (nor its Event recorded twice).
    */
   private readonly written = new Map<string, { status: string; resourceVersion?: string }>();
+  /** When status.rollout of an AppKind was last given new counts (ms): a moving rollout's are paced. */
+  private readonly rolloutWritten = new Map<string, number>();
+  /** AppKinds whose served settings changed, until when their rollout is looked for (ms). */
+  private readonly rolloutStarting = new Map<string, number>();
 
   constructor(private readonly deps: AppKindReconcilerDeps) {
     this.planner = deps.planner ?? planCrd;
@@ -112,6 +145,8 @@ export class AppKindReconciler {
     const ak = this.deps.appKind(name);
     if (!ak) {
       // Gone without our finalizer (removed by hand): stop serving it, leave its CRD.
+      this.rolloutWritten.delete(name);
+      this.rolloutStarting.delete(name);
       const changes = sources.removeAppKind(name);
       if (changes) log.info('appkind gone; kind no longer served', { ...changes });
       return;
@@ -226,8 +261,11 @@ export class AppKindReconciler {
       return { requeueAfterMs: NOT_ESTABLISHED_RETRY_MS };
     }
 
+    // A change of the served settings starts a rollout of them: looked at again soon to report it.
+    let changed = false;
     if (canonical(sources.appKind(name)) !== canonical(kind)) {
       const changes = sources.setAppKind(name, kind);
+      changed = changes.changed.includes(kind.kind);
       log.info('serving appkind', { kind: `${kind.kind}.${kind.group}/${kind.version}`, ...changes });
     }
     const failure = this.deps.listFailure?.(kind.kind);
@@ -242,20 +280,78 @@ export class AppKindReconciler {
       return;
     }
     const storage = this.storage(ak, kind, current!, log);
+    if (changed) this.rolloutStarting.set(name, this.now().getTime() + ROLLOUT_START_MS);
+    const rollout = this.rollout(ak, kind);
     const message = `serving ${kind.kind}.${kind.group}/${kind.version} from CRD ${crdName}${storage.note}`;
     await this.writeStatus(
       ak,
       {
         ...this.observed(ak, current),
-        conditions: storage.failed
-          ? this.conditions(ak, 'False', AppKindReason.STORAGE_MIGRATION_FAILED, message)
-          : this.conditions(ak, 'True', AppKindReason.SERVING, message),
+        conditions: [
+          ...(storage.failed
+            ? this.conditions(ak, 'False', AppKindReason.STORAGE_MIGRATION_FAILED, message)
+            : this.conditions(ak, 'True', AppKindReason.SERVING, message)),
+          ...(rollout.condition ? [rollout.condition] : []),
+        ],
         resources: this.deps.resourceCount(kind.kind) ?? ak.status?.resources ?? 0,
         migration: storage.migration,
+        rollout: rollout.status,
       },
       log,
     );
-    if (storage.retryInMs !== undefined) return { requeueAfterMs: storage.retryInMs };
+    const retries = [storage.retryInMs, rollout.refreshInMs].filter((ms) => ms !== undefined);
+    if (retries.length) return { requeueAfterMs: Math.min(...retries) };
+  }
+
+  /**
+   * status.rollout and its RolloutStopped condition. The kind's rollout is written while it is not
+   * done, as it finishes, and once every CR of the kind is counted in it; else the one written stays:
+   * after a restart each app is counted again as it is reconciled, and numbers climbing back to what
+   * status says already are no news worth a write. A moving rollout's counts are written every
+   * ROLLOUT_REFRESH_MS at most; its start, its stop and its end at once.
+   */
+  private rollout(ak: AppKindResource, kind: AppKind): { status?: AppKindRollout; condition?: AppKindCondition; refreshInMs?: number } {
+    const name = ak.metadata!.name!;
+    const nowMs = this.now().getTime();
+    const summary = this.deps.rollout?.(kind.kind);
+    const stored = ak.status?.rollout;
+    let status = stored;
+    let refreshInMs: number | undefined;
+    if (summary) {
+      const { updated, inFlight, waiting, failed, failedApps, stopped } = summary;
+      const now: AppKindRollout = { updated, inFlight, waiting, failed, failedApps, stopped };
+      const counted = updated + inFlight + waiting + failed;
+      const started = going(now) || counted === this.deps.resourceCount(kind.kind);
+      const until = this.rolloutStarting.get(name);
+      if (until !== undefined && !started && nowMs < until) refreshInMs = ROLLOUT_START_POLL_MS;
+      else this.rolloutStarting.delete(name);
+      if (started || (stored && going(stored) && counted > 0)) status = now;
+      // Progress within a rollout that moves (not its start, stop or end) waits for its turn to be written.
+      const progress = stored && going(stored) && going(now) && !!stored.stopped === !!now.stopped;
+      const wait = (this.rolloutWritten.get(name) ?? -Infinity) + ROLLOUT_REFRESH_MS - nowMs;
+      if (status !== stored && canonical(status) !== canonical(stored)) {
+        if (progress && wait > 0) {
+          status = stored;
+          refreshInMs = Math.min(refreshInMs ?? wait, wait);
+        } else {
+          this.rolloutWritten.set(name, nowMs);
+        }
+      }
+    }
+    if (!status) return { refreshInMs };
+    const moving = !status.stopped && (status.inFlight > 0 || status.waiting > 0);
+    if (moving) refreshInMs = Math.min(refreshInMs ?? ROLLOUT_REFRESH_MS, ROLLOUT_REFRESH_MS);
+    const { type, status: stopped, reason, message } = rolloutCondition(kind.kind, status);
+    const before = ak.status?.conditions?.find((c) => c.type === type);
+    const condition: AppKindCondition = {
+      type,
+      status: stopped,
+      reason,
+      message: message.slice(0, 32768),
+      lastTransitionTime: before && before.status === stopped ? before.lastTransitionTime : this.timestamp(),
+      observedGeneration: ak.metadata?.generation,
+    };
+    return { status, condition, refreshInMs };
   }
 
   /**
@@ -336,7 +432,8 @@ export class AppKindReconciler {
       {
         ...ak.status,
         observedGeneration: ak.metadata?.generation,
-        conditions: this.conditions(ak, 'False', reason, message),
+        // The kind served before goes on rolling out: its RolloutStopped condition stays beside Ready.
+        conditions: [...this.conditions(ak, 'False', reason, message), ...(ak.status?.conditions ?? []).filter((c) => c.type !== 'Ready')],
         ...(migration ? { migration } : {}),
       },
       log,
@@ -346,15 +443,17 @@ export class AppKindReconciler {
   /** The Ready condition, its lastTransitionTime kept while its status does not change. */
   private conditions(ak: AppKindResource, status: 'True' | 'False', reason: string, message: string): AppKindCondition[] {
     const before = ak.status?.conditions?.find((c) => c.type === 'Ready');
-    const lastTransitionTime =
-      before && before.status === status
-        ? before.lastTransitionTime
-        : this.now()
-            .toISOString()
-            .replace(/\.\d{3}Z$/, 'Z');
+    const lastTransitionTime = before && before.status === status ? before.lastTransitionTime : this.timestamp();
     return [
       { type: 'Ready', status, reason, message: message.slice(0, 32768), lastTransitionTime, observedGeneration: ak.metadata?.generation },
     ];
+  }
+
+  /** Now, in whole seconds as metav1.Time has it. */
+  private timestamp(): string {
+    return this.now()
+      .toISOString()
+      .replace(/\.\d{3}Z$/, 'Z');
   }
 
   /** A merge patch of status when it differs from the cached one (fields no longer set are removed); an Event when Ready changes. */
@@ -364,12 +463,7 @@ export class AppKindReconciler {
     const next = canonical(status);
     if (canonical(live) === next) return;
     if (this.cacheBehindWrite(name, ak, next)) return;
-    const removed = Object.fromEntries(
-      Object.keys(live)
-        .filter((k) => status[k as keyof AppKindStatus] === undefined)
-        .map((k) => [k, null]),
-    );
-    const written = await this.deps.rest.patchStatus(ak, { ...removed, ...status });
+    const written = await this.deps.rest.patchStatus(ak, mergePatch({ ...live }, { ...status }));
     this.written.set(name, { status: next, resourceVersion: written.metadata?.resourceVersion });
     const before = live.conditions?.find((c) => c.type === 'Ready');
     const ready = status.conditions?.find((c) => c.type === 'Ready');
@@ -401,6 +495,8 @@ export class AppKindReconciler {
     if (!ak.metadata?.finalizers?.includes(AppKindApiCrd.FINALIZER)) return;
     const changes = this.deps.sources.removeAppKind(name);
     this.written.delete(name);
+    this.rolloutWritten.delete(name);
+    this.rolloutStarting.delete(name);
     if (changes) log.info('appkind deleted; kind no longer served', { ...changes });
     const crdName = crdNameOfSpec(ak);
     if (crdName) await this.deps.migrations?.stop(crdName);

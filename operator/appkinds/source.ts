@@ -11,6 +11,7 @@ import type { Logger } from '../runtime/log.js';
 import { WorkQueue } from '../runtime/queue.js';
 import { resourcePath, RestClient } from '../runtime/rest.js';
 import type { KindSources } from '../controller/kind-sources.js';
+import type { RolloutSummary } from '../controller/waves.js';
 import { AppKindReconciler } from './reconcile.js';
 import type { CrdPlanner } from './crd-plan.js';
 import { StorageMigration } from '../controller/storage-migration.js';
@@ -25,6 +26,8 @@ export interface AppKindSourceOptions {
   readonly sources: KindSources;
   readonly resourceCount: (kind: string) => number | undefined;
   readonly listFailure?: (kind: string) => { code: number; message: string } | undefined;
+  /** The rollout of a served kind's settings to its apps (Manager.rolloutSummary), for status.rollout. */
+  readonly rollout?: (kind: string) => RolloutSummary | undefined;
   readonly fieldManager: string;
   /** app.kubernetes.io/managed-by of the CRDs made for AppKinds. */
   readonly managedBy: string;
@@ -63,6 +66,8 @@ export class AppKindSource {
   private readonly queue: WorkQueue;
   private readonly reconciler: AppKindReconciler;
   private readonly migrations: StorageMigrations;
+  private readonly events: EventRecorder;
+  private readonly log: Logger;
   private readonly timers: NodeJS.Timeout[] = [];
   private stopped = false;
   /** Both caches hold their first list. */
@@ -74,6 +79,8 @@ export class AppKindSource {
 
   constructor(private readonly opts: AppKindSourceOptions) {
     const { rest, log, fieldManager } = opts;
+    this.log = log;
+    this.events = new EventRecorder(rest, fieldManager, log);
     // A migration's news queue its AppKind, whose reconcile writes status.migration.
     this.migrations = new StorageMigrations({
       migrate: (crd, options) => new StorageMigration(rest, options).migrate(crd),
@@ -81,12 +88,13 @@ export class AppKindSource {
     });
     this.reconciler = new AppKindReconciler({
       rest,
-      events: new EventRecorder(rest, fieldManager, log),
+      events: this.events,
       sources: opts.sources,
       appKind: (name) => this.appKinds?.get(undefined, name),
       crd: (name) => this.crds?.get(undefined, name),
       resourceCount: opts.resourceCount,
       listFailure: opts.listFailure,
+      rollout: opts.rollout,
       fieldManager,
       managedBy: opts.managedBy,
       planner: opts.planner,
@@ -116,6 +124,24 @@ export class AppKindSource {
     this.resyncTimer = setInterval(() => this.resync(), this.opts.resyncMs ?? 10_000);
     this.resyncTimer.unref();
     this.timers.push(this.resyncTimer);
+  }
+
+  /**
+   * The rollout of `kind` stopped at a failing wave (Manager.onRolloutStopped): a Warning Event on the
+   * AppKind serving it, naming the failed apps, and its status says so at once.
+   */
+  rolloutStopped(kind: string, reason: string): void {
+    const name = [...this.opts.sources.fromAppKinds].find(([n, k]) => k.kind === kind && this.opts.sources.appKind(n))?.[0];
+    const ak = name && this.appKinds?.get(undefined, name);
+    if (!ak) return;
+    void this.events.record(
+      ak,
+      'Warning',
+      'KindRolloutStopped',
+      `the ${kind} rollout stopped: ${reason}`,
+      this.log.child({ appkind: name }),
+    );
+    this.queue.add(name);
   }
 
   /** Reconciles every AppKind again (the kinds file changed: a KindConflict may be gone or new). */

@@ -1,5 +1,6 @@
 // The AppKind object as the operator reads and writes it (appkind.io/v1alpha1, cluster-scoped).
 import type { KubernetesObject } from '@kubernetes/client-node';
+import type { RolloutSummary } from '../controller/waves.js';
 
 /** A status condition (metav1.Condition). */
 export interface AppKindCondition {
@@ -18,6 +19,12 @@ export interface AppKindMigration {
   readonly total: number;
 }
 
+/**
+ * The kind's rollout of its settings to its running apps: the one going on, or the last one as it
+ * finished. The summary of waves.ts without its template hash (the settings are the spec's).
+ */
+export type AppKindRollout = Omit<RolloutSummary, 'template'>;
+
 /** status of an AppKind. */
 export interface AppKindStatus {
   readonly observedGeneration?: number;
@@ -28,6 +35,7 @@ export interface AppKindStatus {
   readonly storedVersions?: string[];
   readonly resources?: number;
   readonly migration?: AppKindMigration;
+  readonly rollout?: AppKindRollout;
 }
 
 /** An AppKind object: spec is one kind of the kinds file plus deletionPolicy. */

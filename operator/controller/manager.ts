@@ -34,7 +34,8 @@ export class Manager {
   private readonly kinds: Map<string, AppKind>;
   private elector?: LeaderElector;
   private readonly memory: ReconcilerMemory;
-  private rolloutStopped?: (kind: string, reason: string) => void;
+  /** Told when a kind's rollout stops at a failing wave. */
+  private readonly rolloutStopped: ((kind: string, reason: string) => void)[] = [];
   /** Called when the workers start (at once, or on becoming leader): other controllers of the process start theirs. */
   private readonly onWorkersStarted: (() => void)[] = [];
 
@@ -59,7 +60,7 @@ export class Manager {
       wake: (keys) => setImmediate(() => keys.forEach((key) => this.controller.queue.add(key))),
       stopped: (kind, reason) => {
         log.warn('kind rollout stopped', { kind, reason });
-        this.rolloutStopped?.(kind, reason);
+        for (const fn of this.rolloutStopped) fn(kind, reason);
       },
     }));
     const expectations = new Expectations();
@@ -146,9 +147,12 @@ export class Manager {
     return served && this.memory.waves.summary(served);
   }
 
-  /** `fn` is told when a kind's rollout stops at a failing wave (run.ts records it on the kinds ConfigMap). */
+  /**
+   * `fn` is told, beside the others, when a kind's rollout stops at a failing wave (run.ts records it
+   * on the kinds ConfigMap, the AppKind source on the kind's AppKind).
+   */
   onRolloutStopped(fn: (kind: string, reason: string) => void): void {
-    this.rolloutStopped = fn;
+    this.rolloutStopped.push(fn);
   }
 
   /**

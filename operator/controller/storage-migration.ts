@@ -117,8 +117,9 @@ export class StorageMigration {
     await Promise.all(Array.from({ length: Math.min(this.opts.concurrency ?? 4, Math.max(1, total)) }, worker));
     if (signal?.aborted) throw abortError(signal);
 
-    await this.recordStoredVersion(crdName, version);
+    // Reported before status.storedVersions changes: a status read at that change finds every CR counted.
     report();
+    await this.recordStoredVersion(crdName, version);
     this.opts.log?.info('storage migration finished', { crd: crdName, version, migrated, total });
     return { state: 'Done', progress: { version, migrated, total } };
   }

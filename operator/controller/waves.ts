@@ -278,7 +278,7 @@ function failedAppsOf(rollout: KindRollout): string[] {
  */
 export function rolloutCondition(
   kind: string,
-  summary: RolloutSummary,
+  summary: Pick<RolloutSummary, 'stopped'>,
 ): { type: 'RolloutStopped'; status: 'True' | 'False'; reason: string; message: string } {
   if (summary.stopped)
     return {

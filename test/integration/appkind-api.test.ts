@@ -1,17 +1,18 @@
 // The AppKind API on the real control plane: `kubectl apply` of an AppKind makes and serves its kind,
 // `kubectl get appkinds` shows it, a bad or colliding AppKind is Ready=False with the reason and
-// changes nothing served, deletion keeps (Retain) or deletes (Delete) the CRD, and a restart writes
-// nothing to an AppKind whose status is current.
+// changes nothing served, deletion keeps (Retain) or deletes (Delete) the CRD, a restart writes
+// nothing to an AppKind whose status is current, and the rollout of an AppKind's change to its apps
+// (kwok makes pods Ready) shows on it: in waves, stopped by an image whose pods are refused, fixed.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import type { KubernetesObject, V1CustomResourceDefinition, V1Deployment, V1Service } from '@kubernetes/client-node';
 import { App, Chart } from 'cdk8s';
 import { AppKind, AppKindApiCrd, AppKindCrd } from 'cdk8s-appkind';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
 import { crdObjects, SAMPLE_KIND } from 'appkind-operator/kinds';
 import type { AppKindResource } from '../../operator/appkinds/types.js';
 import { CHILD_SELECTOR } from '../../operator/controller/reconcile.js';
-import { RestClient } from '../../operator/runtime/rest.js';
+import { ApiError, RestClient } from '../../operator/runtime/rest.js';
 import { applyManifests } from '../../tools/controlplane/apply.js';
 import { crObject, eventually, sharedCluster } from './cluster.js';
 import { installAppKindRights, OperatorProcess, operatorWritesSince, prepareOperatorNamespace } from './operator-process.js';
@@ -106,12 +107,16 @@ describe('an AppKind applied with kubectl', () => {
     await kubectl(undefined, 'delete', 'appkinds', akName, '--wait=true', '--timeout=60s');
   });
 
-  test('kubectl get appkinds shows Ready True, the CRD, its versions and 1 CR', async () => {
-    await eventually('status.resources 1', async () => (await getAppKind(name()))?.status?.resources === 1);
+  test('kubectl get appkinds shows Ready True, the CRD, its versions, 1 CR and its app updated', async () => {
+    // Its app counted too, at the kind's pod template: no rollout waits.
+    await eventually('status.resources 1, status.rollout.updated 1', async () => {
+      const status = (await getAppKind(name()))?.status;
+      return status?.resources === 1 && status.rollout?.updated === 1;
+    });
     const out = await kubectl(undefined, 'get', 'appkinds', name());
     const [header, row] = out.trim().split('\n').map((l) => l.trim().split(/\s+/));
-    expect(header).toEqual(['NAME', 'READY', 'CRD', 'SERVED', 'STORAGE', 'CRS', 'AGE']);
-    expect(row!.slice(0, 6)).toEqual([name(), 'True', name(), '["v1alpha1"]', 'v1alpha1', '1']);
+    expect(header).toEqual(['NAME', 'READY', 'CRD', 'SERVED', 'STORAGE', 'CRS', 'UPDATED', 'WAITING', 'AGE']);
+    expect(row!.slice(0, 8)).toEqual([name(), 'True', name(), '["v1alpha1"]', 'v1alpha1', '1', '1', '0']);
     // The short name and the Event of the change.
     expect(await kubectl(undefined, 'get', 'ak', name(), '-o', 'name')).toBe(`appkind.appkind.io/${name()}\n`);
     const described = await kubectl(undefined, 'describe', 'appkinds', name());
@@ -324,4 +329,172 @@ describe('versions of an AppKind: its kind moved from v1alpha1 to v1 with kubect
     expect(done.status).toMatchObject({ storedVersions: ['v1'], migration: { version: 'v1', migrated: 1, total: 1 } });
     await kubectl(undefined, 'delete', 'appkinds', akName, '--wait=true', '--timeout=60s');
   }, 150_000);
+});
+
+describe('the rollout of an AppKind\'s change to its apps, on the AppKind', () => {
+  const CRS = 20;
+  const MAX = 5;
+  const BROKEN = 'example.com/rollers/web:broken';
+  const name = () => `rollers.${group}`;
+  const roller = (): AppKind => ({ group, version: 'v1alpha1', kind: 'Roller', plural: 'rollers', image: 'example.com/rollers/web:1', port: 8080, appName: 'roller' });
+  /** The AppKind's spec at `image`: ClusterIP (no NodePort per CR), at most MAX apps rolling at once. */
+  const spec = (image: string) => ({ kind: 'Roller', plural: 'rollers', appName: 'roller', image, port: 8080, serviceType: 'ClusterIP', rollout: { maxConcurrent: String(MAX), progressDeadlineSeconds: 600 } });
+  const crName = (i: number) => `rl-${String(i).padStart(2, '0')}`;
+  const policyName = () => `appkind-rollout-refuse-${ns}`;
+  type Deployment = V1Deployment & KubernetesObject;
+  const deployments = async () => (await rest.list<Deployment>('apps/v1', 'Deployment', ns, CHILD_SELECTOR)).items.filter((d) => d.metadata!.name!.startsWith('rl-'));
+  const imageOf = (d: Deployment) => d.spec?.template.spec?.containers[0]?.image;
+  /** Every replica at the Deployment's current template and ready, as the Deployment controller reports it. */
+  const rolled = (d: Deployment) => (d.status?.observedGeneration ?? 0) >= (d.metadata?.generation ?? 0) && d.status?.updatedReplicas === 1 && d.status?.replicas === 1 && d.status?.readyReplicas === 1;
+  const rolloutOf = async () => (await getAppKind(name()))?.status?.rollout;
+  const condition = (ak: AppKindResource | undefined, type: string) => ak?.status?.conditions?.find((c) => c.type === type);
+  /** `kubectl get appkinds <name>` (with `-o wide`): its header and row, column by column. */
+  const table = async (...args: string[]) => {
+    const [header, row] = (await kubectl(undefined, 'get', 'appkinds', name(), ...args)).trim().split('\n').map((l) => l.trim().split(/\s{2,}/));
+    return Object.fromEntries(header!.map((h, i) => [h, row![i]]));
+  };
+
+  /** `eventually`, its timeout saying what the AppKind's status.rollout was last. */
+  async function eventuallyRollout(what: string, check: (ak: AppKindResource | undefined) => Promise<boolean>): Promise<void> {
+    let last: AppKindResource | undefined;
+    await eventually(what, async () => check((last = await getAppKind(name()))), 300_000).catch((e: Error) => {
+      throw new Error(`${e.message}; status.rollout last ${JSON.stringify(last?.status?.rollout)}`);
+    });
+  }
+
+  /**
+   * Samples the AppKind until every app runs `image` and its status reports the rollout done; resolves
+   * with the most apps it showed waiting and in flight.
+   */
+  async function sampleRollout(image: string): Promise<void> {
+    await eventuallyRollout(`every app at ${image} and the AppKind saying so`, async (ak) => {
+      const rollout = ak?.status?.rollout;
+      const all = await deployments();
+      return all.length === CRS && all.every((d) => imageOf(d) === image && rolled(d)) && ak?.status?.observedGeneration === ak?.metadata?.generation &&
+        rollout?.updated === CRS && rollout.waiting === 0 && rollout.inFlight === 0 && rollout.failed === 0;
+    });
+  }
+
+  /**
+   * `kubectl get appkinds <name> --watch` from its first line on: every version of the AppKind, as
+   * `[waiting, inFlight]` of its status.rollout, until stop() (a watch misses no write; sampling would).
+   */
+  async function watchRollout(): Promise<{ stop: () => [number, number][] }> {
+    const child = spawn('kubectl', ['--kubeconfig', sharedCluster().kubeconfigPath, 'get', 'appkinds', name(), '--watch', '-o', 'jsonpath={.status.rollout.waiting} {.status.rollout.inFlight}{"\\n"}']);
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    await eventually('kubectl get --watch prints the AppKind', async () => out.includes('\n'));
+    return {
+      stop: () => {
+        child.kill();
+        return out.trim().split('\n').map((l) => l.split(' ').map(Number) as [number, number]);
+      },
+    };
+  }
+
+  afterAll(async () => {
+    for (const k of ['ValidatingAdmissionPolicyBinding', 'ValidatingAdmissionPolicy'])
+      await rest?.delete({ apiVersion: 'admissionregistration.k8s.io/v1', kind: k, metadata: { name: policyName() } }).catch(() => undefined);
+  });
+
+  test(`${CRS} CRs of an AppKind with rollout.maxConcurrent ${MAX} converge, every app counted updated`, async () => {
+    if (!sharedCluster().hasScheduler) throw new Error('the shared control plane has no kube-scheduler or kwok: bash tools/controlplane/build.sh builds them (or add them to KUBEBUILDER_ASSETS)');
+    await kubectlApply(appKind(name(), spec(roller().image)));
+    await readyOf(name(), 'True', 'Serving');
+    for (let i = 0; i < CRS; i++) await rest.apply(crObject(roller(), ns, crName(i), { size: 1 }), FIELD_MANAGER);
+    await sampleRollout(roller().image);
+    expect(await rolloutOf()).toEqual({ updated: CRS, inFlight: 0, waiting: 0, failed: 0, failedApps: [] });
+    expect(condition(await getAppKind(name()), 'RolloutStopped')).toMatchObject({ status: 'False', reason: 'RollingInWaves' });
+  }, 360_000);
+
+  test('an image change applied with kubectl rolls in waves: the AppKind shows apps waiting, then every app updated; kubectl get appkinds shows it', async () => {
+    const image = 'example.com/rollers/web:2';
+    const watch = await watchRollout();
+    await kubectlApply(appKind(name(), spec(image)));
+    await sampleRollout(image);
+    const seen = watch.stop();
+    expect(Math.max(...seen.map(([waiting]) => waiting))).toBeGreaterThan(0);
+    expect(Math.max(...seen.map(([, inFlight]) => inFlight))).toBeLessThanOrEqual(MAX);
+    expect(await table()).toMatchObject({ NAME: name(), READY: 'True', CRS: String(CRS), UPDATED: String(CRS), WAITING: '0' });
+    // -o wide: ROLLOUT, the last column, empty while nothing stopped it.
+    const wide = await table('-o', 'wide');
+    expect(wide.REASON).toBe('Serving');
+    expect(wide.ROLLOUT ?? '').toBe('');
+  }, 360_000);
+
+  test('an image whose pods are refused stops the rollout: the AppKind names the failed apps (RolloutStopped, -o wide, an Event); a fix rolls the rest', async () => {
+    // Pods of the broken image are refused at admission, as a policy of the cluster would refuse them.
+    await rest.apply({
+      apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicy', metadata: { name: policyName() },
+      spec: {
+        failurePolicy: 'Fail',
+        matchConstraints: {
+          namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } },
+          resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'] }],
+        },
+        validations: [{ expression: `!object.spec.containers.exists(c, c.image == '${BROKEN}')`, message: `${BROKEN} is not allowed to run` }],
+      },
+    }, 'admin');
+    await rest.apply({
+      apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicyBinding', metadata: { name: policyName() },
+      spec: { policyName: policyName(), validationActions: ['Deny'] },
+    }, 'admin');
+    const probe = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'probe', namespace: ns }, spec: { containers: [{ name: 'c', image: BROKEN }] } };
+    await eventually('the policy refuses the broken image', async () => {
+      try {
+        await rest.request('POST', `/api/v1/namespaces/${ns}/pods`, { body: probe, query: { dryRun: 'All' } });
+        return false;
+      } catch (e) {
+        return e instanceof ApiError && e.code === 422 && e.message.includes('is not allowed to run');
+      }
+    });
+
+    await kubectlApply(appKind(name(), spec(BROKEN)));
+    let stopped: AppKindResource | undefined;
+    await eventuallyRollout('the AppKind says the rollout stopped, its wave settled', async (ak) => {
+      stopped = ak;
+      const r = ak?.status?.rollout;
+      return ak?.status?.observedGeneration === ak?.metadata?.generation && !!r?.stopped && r.inFlight === 0;
+    });
+    const wave = (await deployments()).filter((d) => imageOf(d) === BROKEN).map((d) => d.metadata!.name!.replace(/-deployment$/, '')).sort();
+    expect(wave.length).toBeGreaterThanOrEqual(1);
+    expect(wave.length).toBeLessThanOrEqual(MAX);
+    const rollout = stopped!.status!.rollout!;
+    expect(rollout).toMatchObject({ updated: 0, inFlight: 0, waiting: CRS - wave.length, failed: wave.length });
+    // Each failed app named with its reason; the others keep serving at the image before.
+    expect(rollout.failedApps).toEqual(wave.map((n) => `${ns}/${n} (FailedCreate)`));
+    expect(rollout.stopped).toBe(`${rollout.failedApps.join(', ')} did not become Ready at the new pod template; fix or revert the kind's settings`);
+    expect(condition(stopped, 'RolloutStopped')).toMatchObject({ status: 'True', reason: 'KindRolloutStopped', message: `the Roller rollout stopped: ${rollout.stopped}` });
+    expect(ready(stopped)?.status).toBe('True');
+    expect((await deployments()).filter((d) => imageOf(d) === 'example.com/rollers/web:2')).toHaveLength(CRS - wave.length);
+    expect(await table()).toMatchObject({ UPDATED: '0', WAITING: String(CRS - wave.length) });
+    expect((await table('-o', 'wide')).ROLLOUT).toBe(rollout.stopped);
+    await eventually('a Warning Event KindRolloutStopped on the AppKind', async () =>
+      /Warning\s+KindRolloutStopped\s.*the Roller rollout stopped: .*\(FailedCreate\)/.test(await kubectl(undefined, 'describe', 'appkinds', name())));
+
+    const fixed = 'example.com/rollers/web:3';
+    await kubectlApply(appKind(name(), spec(fixed)));
+    await sampleRollout(fixed);
+    const done = await getAppKind(name());
+    expect(done!.status!.rollout).toEqual({ updated: CRS, inFlight: 0, waiting: 0, failed: 0, failedApps: [] });
+    expect(condition(done, 'RolloutStopped')).toMatchObject({ status: 'False', reason: 'RollingInWaves' });
+    expect((await table('-o', 'wide')).ROLLOUT ?? '').toBe('');
+  }, 600_000);
+
+  test('once the rollout is done, resyncs and a restart of the operator write nothing to the AppKind', async () => {
+    await new Promise((r) => setTimeout(r, 3_000)); // the last status write lands in the audit log
+    const before = (await getAppKind(name()))!;
+    const since = new Date().toISOString();
+    // Past a resync of every AppKind (10 s).
+    await new Promise((r) => setTimeout(r, 15_000));
+    await operator.stop();
+    operator = await OperatorProcess.start(ns, {});
+    await operator.waitForLog((l) => l.msg === 'appkind caches synced', 60_000);
+    // The restarted operator reconciles every app again and every AppKind at least once more.
+    await new Promise((r) => setTimeout(r, 15_000));
+    expect((await operatorWritesSince(ns, since)).filter((w) => w.includes('/appkinds/'))).toEqual([]);
+    const after = (await getAppKind(name()))!;
+    expect(after.metadata?.resourceVersion).toBe(before.metadata?.resourceVersion);
+    expect(after.status?.rollout).toEqual({ updated: CRS, inFlight: 0, waiting: 0, failed: 0, failedApps: [] });
+  }, 120_000);
 });

@@ -100,13 +100,16 @@ describe('AppKindApiCrd', () => {
 
   test('status has the contract\'s fields, conditions a map list keyed by type', () => {
     expect(Object.keys(status.properties!).sort()).toEqual(
-      ['conditions', 'crd', 'migration', 'observedGeneration', 'resources', 'servedVersions', 'storageVersion', 'storedVersions'].sort(),
+      ['conditions', 'crd', 'migration', 'observedGeneration', 'resources', 'rollout', 'servedVersions', 'storageVersion', 'storedVersions'].sort(),
     );
+    // The fields of the operator's rollout summary (waves.ts), its template hash left out.
+    expect(Object.keys(status.properties!.rollout!.properties!).sort()).toEqual(['updated', 'inFlight', 'waiting', 'failed', 'failedApps', 'stopped'].sort());
+    expect(status.properties!.rollout!.properties!.failedApps).toMatchObject({ type: 'array', items: { type: 'string' } });
     expect(status.properties!.conditions).toMatchObject({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'] });
     expect(status.properties!.conditions!.items!.required).toEqual(['lastTransitionTime', 'message', 'reason', 'status', 'type']);
   });
 
-  test('printer columns: Ready, CRD, Served, Storage, CRs, Age', () => {
+  test('printer columns: Ready, CRD, Served, Storage, CRs, Updated, Waiting, Age; Reason and Rollout with -o wide', () => {
     const columns = version.additionalPrinterColumns.filter((c) => !('priority' in c));
     expect(columns.map((c) => [c.name, c.jsonPath])).toEqual([
       ['Ready', '.status.conditions[?(@.type=="Ready")].status'],
@@ -114,7 +117,14 @@ describe('AppKindApiCrd', () => {
       ['Served', '.status.servedVersions'],
       ['Storage', '.status.storageVersion'],
       ['CRs', '.status.resources'],
+      ['Updated', '.status.rollout.updated'],
+      ['Waiting', '.status.rollout.waiting'],
       ['Age', '.metadata.creationTimestamp'],
+    ]);
+    const wide = version.additionalPrinterColumns.filter((c) => 'priority' in c);
+    expect(wide.map((c) => [c.name, c.jsonPath])).toEqual([
+      ['Reason', '.status.conditions[?(@.type=="Ready")].reason'],
+      ['Rollout', '.status.rollout.stopped'],
     ]);
   });
 
