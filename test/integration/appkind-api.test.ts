@@ -12,9 +12,10 @@ import { promisify } from 'node:util';
 import { crdObjects, SAMPLE_KIND } from 'appkind-operator/kinds';
 import type { AppKindResource } from '../../operator/appkinds/types.js';
 import { CHILD_SELECTOR } from '../../operator/controller/reconcile.js';
-import { ApiError, RestClient } from '../../operator/runtime/rest.js';
+import { RestClient } from '../../operator/runtime/rest.js';
 import { applyManifests } from '../../tools/controlplane/apply.js';
 import { crObject, eventually, sharedCluster } from './cluster.js';
+import { allowPodsAgain, refusePodsOfImage } from './refuse-image.js';
 import { installAppKindRights, OperatorProcess, operatorWritesSince, prepareOperatorNamespace } from './operator-process.js';
 
 const exec = promisify(execFile);
@@ -393,8 +394,7 @@ describe('the rollout of an AppKind\'s change to its apps, on the AppKind', () =
   }
 
   afterAll(async () => {
-    for (const k of ['ValidatingAdmissionPolicyBinding', 'ValidatingAdmissionPolicy'])
-      await rest?.delete({ apiVersion: 'admissionregistration.k8s.io/v1', kind: k, metadata: { name: policyName() } }).catch(() => undefined);
+    await allowPodsAgain(rest, policyName());
   });
 
   test(`${CRS} CRs of an AppKind with rollout.maxConcurrent ${MAX} converge, every app counted updated`, async () => {
@@ -424,30 +424,7 @@ describe('the rollout of an AppKind\'s change to its apps, on the AppKind', () =
 
   test('an image whose pods are refused stops the rollout: the AppKind names the failed apps (RolloutStopped, -o wide, an Event); a fix rolls the rest', async () => {
     // Pods of the broken image are refused at admission, as a policy of the cluster would refuse them.
-    await rest.apply({
-      apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicy', metadata: { name: policyName() },
-      spec: {
-        failurePolicy: 'Fail',
-        matchConstraints: {
-          namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } },
-          resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'] }],
-        },
-        validations: [{ expression: `!object.spec.containers.exists(c, c.image == '${BROKEN}')`, message: `${BROKEN} is not allowed to run` }],
-      },
-    }, 'admin');
-    await rest.apply({
-      apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicyBinding', metadata: { name: policyName() },
-      spec: { policyName: policyName(), validationActions: ['Deny'] },
-    }, 'admin');
-    const probe = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'probe', namespace: ns }, spec: { containers: [{ name: 'c', image: BROKEN }] } };
-    await eventually('the policy refuses the broken image', async () => {
-      try {
-        await rest.request('POST', `/api/v1/namespaces/${ns}/pods`, { body: probe, query: { dryRun: 'All' } });
-        return false;
-      } catch (e) {
-        return e instanceof ApiError && e.code === 422 && e.message.includes('is not allowed to run');
-      }
-    });
+    await refusePodsOfImage(rest, ns, policyName(), BROKEN);
 
     await kubectlApply(appKind(name(), spec(BROKEN)));
     let stopped: AppKindResource | undefined;

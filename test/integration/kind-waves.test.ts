@@ -9,8 +9,9 @@ import { AppKind } from 'cdk8s-appkind';
 import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ApiError, RestClient } from '../../operator/runtime/rest.js';
+import { RestClient } from '../../operator/runtime/rest.js';
 import { crObject, eventually, sharedCluster } from './cluster.js';
+import { allowPodsAgain, refusePodsOfImage } from './refuse-image.js';
 import { OperatorProcess, prepareOperatorNamespace } from './operator-process.js';
 
 const N = Number(process.env.WAVES_CRS ?? 300);
@@ -87,8 +88,7 @@ beforeAll(async () => {
 afterAll(async () => {
   // The operator's log lines, for a failure's reader (WAVES_OPERATOR_LOG=<file>).
   if (process.env.WAVES_OPERATOR_LOG && operator) writeFileSync(process.env.WAVES_OPERATOR_LOG, operator.logs.map((l) => JSON.stringify(l)).join('\n'));
-  for (const k of ['ValidatingAdmissionPolicyBinding', 'ValidatingAdmissionPolicy'])
-    await rest?.delete({ apiVersion: 'admissionregistration.k8s.io/v1', kind: k, metadata: { name: policyName() } }).catch(() => undefined);
+  await allowPodsAgain(rest, policyName());
   expect(await operator?.stop('SIGTERM')).toBe(0);
   expect(operator.logs.filter((l) => l.level === 'error')).toEqual([]);
   rest?.close();
@@ -112,30 +112,7 @@ describe('a kind-wide image change reaches its apps in waves', () => {
   test('an image whose pods are refused stops after the first wave: the rest keep their image, the kind says why; a fix rolls them all', async () => {
     const before = 'example.com/waves/web:2';
     // Pods of the broken image are refused at admission, as a policy of the cluster would refuse them.
-    await rest.apply({
-      apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicy', metadata: { name: policyName() },
-      spec: {
-        failurePolicy: 'Fail',
-        matchConstraints: {
-          namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } },
-          resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'] }],
-        },
-        validations: [{ expression: `!object.spec.containers.exists(c, c.image == '${BROKEN}')`, message: `${BROKEN} is not allowed to run` }],
-      },
-    }, 'admin');
-    await rest.apply({
-      apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicyBinding', metadata: { name: policyName() },
-      spec: { policyName: policyName(), validationActions: ['Deny'] },
-    }, 'admin');
-    const probe = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'probe', namespace: ns }, spec: { containers: [{ name: 'c', image: BROKEN }] } };
-    await eventually('the policy refuses the broken image', async () => {
-      try {
-        await rest.request('POST', `/api/v1/namespaces/${ns}/pods`, { body: probe, query: { dryRun: 'All' } });
-        return false;
-      } catch (e) {
-        return e instanceof ApiError && e.code === 422 && e.message.includes('is not allowed to run');
-      }
-    });
+    await refusePodsOfImage(rest, ns, policyName(), BROKEN);
 
     serveImage(BROKEN);
     await eventually('the rollout stopped', async () => (await operator.metric('appkind_kind_rollout_stopped', { kind: kind.kind })) === 1, 300_000);
