@@ -121,6 +121,7 @@ async function run(settings: OperatorSettings, log: Logger): Promise<void> {
     fieldManager: settings.fieldManager,
     managedBy: settings.leaseName,
     staleMs: settings.watchStaleSeconds * 1000,
+    kindGroups: settings.kindGroups,
   });
   manager.whenWorkersStart(() => appKinds.startWorkers());
   const reviews = settings.metricsSecure && settings.metricsPort >= 0 ? new RestClient(kc) : undefined;

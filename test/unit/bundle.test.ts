@@ -508,7 +508,7 @@ describe('OperatorBundle kindGroups: the power to make CRDs', () => {
       { name: 'not-the-operator', expression: "request.userInfo.username != 'system:serviceaccount:appkind-system:appkind-operator'" },
     ]);
     expect(p.spec.validations!.map((v) => v.expression)).toEqual(["oldObject.metadata.labels['appkind.io/appkind'] != params.metadata.name"]);
-    expect(p.spec.validations![0]!.messageExpression).toContain("(kubectl delete appkind ' + params.metadata.name + ', with spec.deletionPolicy Delete");
+    expect(p.spec.validations![0]!.messageExpression).toContain("(kubectl delete appkinds ' + params.metadata.name + ', with spec.deletionPolicy Delete");
     const binding = only(objs, 'ValidatingAdmissionPolicyBinding').find((b) => b.metadata.name === 'appkind-operator-appkind-crds') as Policy;
     expect(binding.spec).toEqual({ policyName: 'appkind-operator-appkind-crds', paramRef: { selector: {}, parameterNotFoundAction: 'Allow' }, validationActions: ['Deny'] });
     expect(synth({ admissionPolicy: false, kindGroups: GROUPS }).filter((o) => o.kind.startsWith('ValidatingAdmissionPolicy'))).toEqual([]);
