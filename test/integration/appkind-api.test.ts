@@ -69,6 +69,18 @@ beforeAll(async () => {
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'appkind-operator-appkinds' },
     subjects: [{ kind: 'ServiceAccount', name: OPERATOR_SA, namespace: ns }],
   };
+  // The CRD writes a bundle with kindGroups grants (<name>-crds), in any group: this file's kinds span
+  // several, and the leash itself is crd-leash.test.ts's and appkind-in-cluster.test.ts's concern.
+  const crdRole = {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRole',
+    metadata: { name: `appkind-api-test-crds-${ns}` },
+    rules: [
+      { apiGroups: ['apiextensions.k8s.io'], resources: ['customresourcedefinitions'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'update', 'delete'] },
+      { apiGroups: ['apiextensions.k8s.io'], resources: ['customresourcedefinitions/status'], verbs: ['get', 'patch', 'update'] },
+    ],
+  };
+  const crdRoleBinding = { ...crb, metadata: { name: `appkind-api-test-crds-${ns}` }, roleRef: { ...crb.roleRef, name: `appkind-api-test-crds-${ns}` } };
   // The CRs of the kinds AppKinds declare here: the bundle grants only the kinds it was given.
   const crRole = {
     apiVersion: 'rbac.authorization.k8s.io/v1',
@@ -83,7 +95,7 @@ beforeAll(async () => {
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'appkind-test-crs' },
     subjects: [{ kind: 'ServiceAccount', name: OPERATOR_SA, namespace: ns }],
   };
-  await applyManifests(prepared.kc, [...(chart.toJson() as KubernetesObject[]), crb, crRole, crRoleBinding]);
+  await applyManifests(prepared.kc, [...(chart.toJson() as KubernetesObject[]), crb, crdRole, crdRoleBinding, crRole, crRoleBinding]);
   operator = await OperatorProcess.start(ns, {});
   await operator.waitForLog((l) => l.msg === 'appkind caches synced', 60_000);
 });
