@@ -64,6 +64,17 @@ export async function installOperatorIdentity(kc: KubeConfig, kinds: AppKind[], 
   await applyManifests(kc, objects);
 }
 
+/**
+ * On a control plane of a test's own: the whole bundle but the operator Deployment (the kinds' CRDs and
+ * the AppKind API's, RBAC with its cluster-wide bindings, the admission policies) for an operator in
+ * and watching `namespace`, AppKinds allowed the API groups `kindGroups`.
+ */
+export async function installOperatorBundle(kc: KubeConfig, kinds: AppKind[], namespace: string, kindGroups: string[]): Promise<void> {
+  const chart = new Chart(new App(), 'bundle');
+  new OperatorBundle(chart, 'op', { kinds, namespace, createNamespace: false, watchNamespaces: [namespace], kindGroups });
+  await applyManifests(kc, (chart.toJson() as KubernetesObject[]).filter((o) => o.kind !== 'Deployment'));
+}
+
 /** The admin's clients and a namespace an operator may serve. */
 export interface OperatorNamespace {
   readonly kc: KubeConfig;

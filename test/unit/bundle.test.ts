@@ -524,6 +524,10 @@ describe('OperatorBundle kindGroups: the power to make CRDs', () => {
     const children = policy(objs, 'appkind-operator-appkind-children');
     expect(children.spec.paramKind).toEqual({ apiVersion: 'appkind.io/v1alpha1', kind: 'AppKind' });
     expect(children.spec.matchConditions!.map((c) => c.name)).toEqual(['operator-service-account', 'owned-by-an-appkind-kind']);
+    // A kinds-file kind in an allowed group (EchoFlask in swallowlab.com) is no AppKind's: its own rules judge its children.
+    expect(children.spec.matchConditions![1]!.expression).toContain(
+      "!((r.apiVersion + ', Kind=' + r.kind) in ['swallowlab.com/v1alpha1, Kind=EchoFlask', 'maho.takara.org/v1alpha1, Kind=Takara'])",
+    );
     expect(children.spec.validations!.map((v) => v.message)).toEqual([
       'the construct renders no Deployment with an image its AppKind does not allow (spec.image, spec.allowedImages)',
       'a Service of a type its AppKind does not render (spec.serviceType)',
