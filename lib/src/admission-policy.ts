@@ -194,8 +194,9 @@ function appKindChildPolicy(scope: Construct, name: string, labels: Record<strin
         },
       ],
     },
-    // A child of a kind in kindGroups with no AppKind at all is no app the operator serves.
-    { paramRef: { selector: {}, parameterNotFoundAction: 'Deny' } },
+    // Allow: with no AppKind, Deny refuses every Deployment and Service write in the cluster (the API
+    // server looks up params before it evaluates matchConditions), the install's own kinds' and admins' too.
+    { paramRef: { selector: {}, parameterNotFoundAction: 'Allow' } },
   );
 }
 

@@ -5,7 +5,8 @@
 // not allow the example's group (none allowed: RBAC refuses; another group: the -crds policy), and
 // nothing is made; once it does, the same AppKind is served with no other command, a CR of its kind
 // (examples/example-flask.yaml) gets its Deployment and Service, an admin cannot delete its CRD, and
-// deleting the AppKind (Retain) keeps CRD, CR and app. A control plane of its own: the bundle's
+// deleting the AppKind (Retain) keeps CRD, CR and app; the install's own kind in that group still
+// reconciles with no AppKind left. A control plane of its own: the bundle's
 // cluster-scoped objects carry the default names, and its operator watches every namespace.
 import { afterAll, beforeAll, describe, expect, jest, test } from '@jest/globals';
 import type { KubernetesObject, V1CustomResourceDefinition } from '@kubernetes/client-node';
@@ -171,5 +172,23 @@ describe('examples/appkind-echoflask.yaml applied with kubectl, the operator as 
     expect(await rest.get({ ...exampleCr, metadata: { ...exampleCr.metadata, namespace: 'default' } })).toBeDefined();
     expect(await child('Deployment', 'deployment')).toBeDefined();
     expect(await child('Service', 'svc')).toBeDefined();
+  });
+
+  test('with no AppKind left, a CR of the install\'s own kind in that group (examples/example-echoflask.yaml) gets its Deployment and Service', async () => {
+    // The AppKind children's policy judges only children of AppKinds' kinds; with none, it would refuse the rest of the group.
+    const walkthrough = parse(readFileSync(join(root, 'examples', 'example-echoflask.yaml'), 'utf8')) as KubernetesObject;
+    expect(walkthrough.apiVersion).toBe(`${example.spec.group}/v1alpha1`);
+    expect(await kubectl('get', 'appkinds', '-o', 'name')).toBe('');
+    // Nor does it refuse anyone else's Deployment (a binding's params are looked up before its matchConditions).
+    await kubectl('create', 'deployment', 'admins', '--image=example.com/admins:1', '--dry-run=server');
+    await kubectl('apply', '-f', join(root, 'examples', 'example-echoflask.yaml'));
+    const of = (kind: string, apiVersion: string, suffix: string) => rest.get({ apiVersion, kind, metadata: { namespace: 'default', name: `${walkthrough.metadata!.name}-${suffix}` } });
+    let status: unknown;
+    await eventually('the EchoFlask\'s Deployment and Service', async () => {
+      status = (await rest.get<KubernetesObject & { status?: unknown }>({ ...walkthrough, metadata: { ...walkthrough.metadata, namespace: 'default' } }))?.status;
+      return !!(await of('Deployment', 'apps/v1', 'deployment')) && !!(await of('Service', 'v1', 'svc'));
+    }).catch((e: Error) => {
+      throw new Error(`${e.message}; its status: ${JSON.stringify(status)}`);
+    });
   });
 });

@@ -533,6 +533,6 @@ describe('OperatorBundle kindGroups: the power to make CRDs', () => {
       'a Service of a type its AppKind does not render (spec.serviceType)',
     ]);
     const binding = only(objs, 'ValidatingAdmissionPolicyBinding').find((b) => b.metadata.name === 'appkind-operator-appkind-children') as Policy;
-    expect(binding.spec.paramRef).toEqual({ selector: {}, parameterNotFoundAction: 'Deny' });
+    expect(binding.spec.paramRef).toEqual({ selector: {}, parameterNotFoundAction: 'Allow' });
   });
 });
