@@ -8,6 +8,8 @@ const USAGE = `Usage: npm run bench [-- options]
   --edits 200         spec.size edits, one at a time, for the edit latency
   --steady 60         seconds of steady state checked for writes
   --no-rollout        skip the restart with a new default image (the longest phase)
+  --waves 10%         the rollout phase in waves of the kind's rollout.maxConcurrent (a number or a
+                      percentage; default: 100%, every app at once), its most apps in flight sampled
   --go                then a controller-runtime (Go) operator, 4 workers, on its own control plane
                       (create and scale; bench/go-operator/, built once into ~/.cache/appkind/go-operator/)
   --repeat 1          run each N this many times (floor, operator and --go in turn, each time on fresh
@@ -21,7 +23,7 @@ const USAGE = `Usage: npm run bench [-- options]
                       operator starts: its RSS, CPU, start time and edit latency with and without them
 Writes bench/results.json and the tables of docs/benchmark.md.`;
 
-const FLAGS_WITH_VALUE = ['--n', '--size', '--concurrency', '--edits', '--steady', '--repeat', '--profile', '--unrelated'];
+const FLAGS_WITH_VALUE = ['--n', '--size', '--concurrency', '--edits', '--steady', '--repeat', '--profile', '--unrelated', '--waves'];
 const FLAGS = ['--growth', '--2500', '--no-rollout', '--no-cr-floor', '--go', '--help', '-h'];
 
 export function args(argv: string[]) {
@@ -55,8 +57,12 @@ export function args(argv: string[]) {
   if (settings.repeat > 1 && argv.includes('--profile')) throw new Error('bench: --profile records one run; use it without --repeat');
   const profile = value('--profile');
   if (argv.includes('--profile') && !profile) throw new Error('bench: --profile needs a directory');
+  const waves = value('--waves');
+  if (argv.includes('--waves') && !/^([1-9][0-9]*|[1-9][0-9]?%|100%)$/.test(waves ?? ''))
+    throw new Error('bench: --waves needs a maxConcurrent: a number of apps like 50, or a percentage like 10%');
+  if (waves && argv.includes('--no-rollout')) throw new Error('bench: --waves is a way to run the rollout phase; leave out --no-rollout');
   // The rollout phase replaces every pod once more; --no-rollout skips it (the longest runs).
-  return { ns, ...settings, profile, rollout: !argv.includes('--no-rollout'), go: argv.includes('--go'), crFloor: !argv.includes('--no-cr-floor') };
+  return { ns, ...settings, profile, waves, rollout: !argv.includes('--no-rollout'), go: argv.includes('--go'), crFloor: !argv.includes('--no-cr-floor') };
 }
 
 export type Settings = ReturnType<typeof args>;

@@ -6,7 +6,7 @@ import { RestClient } from 'appkind-operator/runtime';
 import { waitFor } from '../tools/controlplane/readiness.js';
 import type { Settings } from './cli.js';
 import { kind, NS } from './operator-setup.js';
-import { crOf, deploymentReady, deploymentRolledOut, log, machineCpu, pool, range, requests, rolloutKind, rolloutSize, seconds, startControlPlane } from './phase.js';
+import { crOf, deploymentReady, deploymentRolledOut, log, machineCpu, pool, range, requests, rolloutKindOf, rolloutSize, seconds, startControlPlane } from './phase.js';
 import { cpuMeter } from './proc.js';
 import { ApiserverRecorder } from './profile.js';
 import { writesPerApp } from './report.js';
@@ -77,7 +77,7 @@ export async function floor(n: number, s: Settings): Promise<FloorRun> {
       await recorder?.mark('rollout');
       log(`bench: floor N=${n}: rollout of a new image`);
       const tRollout = performance.now();
-      const rolled = range(n).flatMap((i) => render(rolloutKind, crOf(i, rolloutSize(i, s))).filter((o) => o.kind === 'Deployment'));
+      const rolled = range(n).flatMap((i) => render(rolloutKindOf(s), crOf(i, rolloutSize(i, s))).filter((o) => o.kind === 'Deployment'));
       await pool(rolled, s.concurrency, (o) => rest.apply(o, 'bench-floor'));
       await deployments.waitFor(`floor: ${n} Deployments rolled out`, n, (d) => deploymentRolledOut(d), 1_800_000);
       rolloutSeconds = seconds(tRollout);

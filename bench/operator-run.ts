@@ -11,7 +11,7 @@ import type { Settings } from './cli.js';
 import { kind, NS, OPERATOR_MAIN, setUpOperator } from './operator-setup.js';
 import {
   CR_API, createThenScale, crConverged, deploymentRolledOut, log, machineCpu, OPERATOR_USER, patchSize, pool, range, requests,
-  ROLLOUT_IMAGE, rolloutKind, root, seconds, settingsEnv, startControlPlane, statusPatchesPerCr, sum, timedRestart, writesBesidesLeases,
+  ROLLOUT_IMAGE, rolloutKindOf, root, seconds, settingsEnv, startControlPlane, statusPatchesPerCr, sum, timedRestart, writesBesidesLeases,
   type Resource,
 } from './phase.js';
 import { cpuMeter, memoryMiB } from './proc.js';
@@ -71,6 +71,24 @@ interface OperatorProcess {
 }
 
 /** The operator (build/operator/main.js) as its own process (under `--cpu-prof` with --profile); resolves when /readyz passes. */
+/**
+ * The most apps the operator had in flight in its kind's rollout, from its /metrics once a second
+ * until stop() (one GET a second: nothing the API server sees).
+ */
+function sampleInFlight(port: number): { stop: () => Promise<number> } {
+  let most = 0;
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      const body = (await httpGet(`http://127.0.0.1:${port}/metrics`).catch(() => ({ body: '' }))).body;
+      const line = body.split('\n').find((l) => l.startsWith('appkind_kind_rollout_apps{') && l.includes('state="in_flight"'));
+      if (line) most = Math.max(most, Number(line.split(' ').pop()));
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  })();
+  return { stop: async () => ((running = false), await loop, most) };
+}
+
 async function startOperator(env: NodeJS.ProcessEnv, port: number, s: Settings, name: string): Promise<OperatorProcess> {
   const prof = s.profile ? ['--cpu-prof', `--cpu-prof-dir=${s.profile}`, `--cpu-prof-name=${name}.cpuprofile`] : [];
   const child = spawn(process.execPath, [...prof, OPERATOR_MAIN], { cwd: root, env, stdio: ['ignore', 'inherit', 'inherit'] });
@@ -91,7 +109,7 @@ async function startOperator(env: NodeJS.ProcessEnv, port: number, s: Settings, 
 async function operatorRun(n: number, s: Settings, onExit: (code: number | null) => void, unrelated = 0): Promise<OperatorRun> {
   const cp = await startControlPlane(n, s);
   try {
-    const { rest, port, env } = await setUpOperator(cp);
+    const { rest, port, env } = await setUpOperator(cp, s.rollout ? [ROLLOUT_IMAGE] : []);
     for (const name of ['APPKIND_WORKERS', 'APPKIND_STATUS_INTERVAL_MS', 'APPKIND_LOG_LEVEL']) if (settingsEnv[name]) env[name] = settingsEnv[name];
     let unrelatedObjects: OperatorRun['unrelated'];
     if (unrelated > 0) {
@@ -176,7 +194,8 @@ async function operatorRun(n: number, s: Settings, onExit: (code: number | null)
         const restartedAt = new Date(Math.floor(Date.now() / 1000) * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
         const tRollout = performance.now();
         const rolloutApiserverCpu = cpuMeter(cp.pids()['kube-apiserver']!);
-        op = await startOperator({ ...env, APPKIND_KINDS: JSON.stringify({ kinds: [rolloutKind] }) }, port, s, `operator-${n}-restarted`);
+        op = await startOperator({ ...env, APPKIND_KINDS: JSON.stringify({ kinds: [rolloutKindOf(s)] }) }, port, s, `operator-${n}-restarted`);
+        const inFlight = s.waves ? sampleInFlight(port) : undefined;
         const rolloutCpu = cpuMeter(op.pid);
         const rolledOut = (r: Resource) => {
           const ready = r.status?.conditions?.find((c) => c.type === 'Ready') as { status: string; lastTransitionTime?: string } | undefined;
@@ -186,7 +205,10 @@ async function operatorRun(n: number, s: Settings, onExit: (code: number | null)
         await crs.waitFor(`operator: ${n} CRs show the rollout`, n, rolledOut, 1_800_000);
         await deployments.waitFor(`operator: ${n} Deployments rolled out`, n, deploymentRolledOut, 600_000);
         // Operator CPU from its readiness (cache sync) on; kube-apiserver CPU from the restart on.
-        rollout = { seconds: seconds(tRollout), image: ROLLOUT_IMAGE, operatorCpuSeconds: rolloutCpu(), apiserverCpuSeconds: rolloutApiserverCpu() };
+        rollout = {
+          seconds: seconds(tRollout), image: ROLLOUT_IMAGE, operatorCpuSeconds: rolloutCpu(), apiserverCpuSeconds: rolloutApiserverCpu(),
+          ...(inFlight ? { maxConcurrent: s.waves, mostInFlight: await inFlight.stop() } : {}),
+        };
       }
       const tRolloutEndIso = at();
       await recorder?.mark('end');

@@ -62,11 +62,17 @@ async function garbageCollectorWatches(rest: RestClient): Promise<void> {
   process.stderr.write(`bench: the garbage collector watches ${kind.plural} (probe gone after ${Math.round((performance.now() - started) / 100) / 10} s)\n`);
 }
 
-export async function setUpOperator(cp: ControlPlane): Promise<OperatorSetup> {
+/**
+ * The kind's CRD and the operator's bundle (its Deployment left out) on `cp`. `admitted`: images the
+ * bundle's admission policy lets the operator's Deployments run besides the kind's own (the rollout
+ * phase's new image: during a rollout both the old and the new image must be admitted).
+ */
+export async function setUpOperator(cp: ControlPlane, admitted: string[] = []): Promise<OperatorSetup> {
   const kc = cp.kubeConfig();
   const rest = new RestClient(kc);
   const chart = new Chart(new App(), 'bundle');
-  new OperatorBundle(chart, 'op', { kinds: [kind], namespace: OPERATOR_NS, crds: false });
+  const allowedImages = [...(kind.allowedImages ?? []), ...admitted];
+  new OperatorBundle(chart, 'op', { kinds: [allowedImages.length ? { ...kind, allowedImages } : kind], namespace: OPERATOR_NS, crds: false });
   await applyManifests(kc, [...crdObjects([kind]), ...(chart.toJson() as KubernetesObject[]).filter((o) => o.kind !== 'Deployment')]);
   await rest.apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } }, 'bench');
   await garbageCollectorWatches(rest);

@@ -24,7 +24,8 @@ export const CR_API = `${kind.group}/${kind.version}`;
 const WIDE_NODE_PORTS = '30000-39999';
 /** The kind's new default image of the rollout phase */
 export const ROLLOUT_IMAGE = 'takeyan/flask:0.0.4';
-export const rolloutKind = { ...kind, image: ROLLOUT_IMAGE };
+/** The kind of the rollout phase: all apps at once, as before waves, unless --waves gives maxConcurrent. */
+export const rolloutKindOf = (s: { waves?: string }) => ({ ...kind, image: ROLLOUT_IMAGE, rollout: { maxConcurrent: s.waves ?? '100%' } });
 
 export const log = (line: string) => void process.stderr.write(`${line}\n`);
 

@@ -39,7 +39,11 @@ export interface OperatorRun extends FloorRun {
    * The operator restarted with a new default image in the kind's settings: from the restart until
    * every CR shows the rollout (Ready back to True after the restart) and runs the new image.
    */
-  readonly rollout?: { readonly seconds: number; readonly image: string; readonly operatorCpuSeconds: number; readonly apiserverCpuSeconds: number };
+  readonly rollout?: {
+    readonly seconds: number; readonly image: string; readonly operatorCpuSeconds: number; readonly apiserverCpuSeconds: number;
+    /** With --waves: the kind's rollout.maxConcurrent, and the most apps in flight the operator's /metrics showed (sampled each second). */
+    readonly maxConcurrent?: string; readonly mostInFlight?: number;
+  };
   /** From the operator process's spawn until /readyz passed (every cache synced). */
   readonly startSeconds?: number;
   /** Restarted on the N converged CRs: from spawn until every CR was checked, and its writes meanwhile (Leases left out). */
@@ -90,6 +94,8 @@ export interface BenchSettings {
   readonly repeat?: number;
   /** The kind's new default image the operator is restarted with for the rollout phase; none when skipped. */
   readonly rolloutImage?: string;
+  /** With --waves: the kind's rollout.maxConcurrent in the rollout phase (without it, 100%: every app at once). */
+  readonly rolloutMaxConcurrent?: string;
   readonly operator: { readonly workers: number; readonly statusIntervalMs: number };
   /** --unrelated K: the operator also ran with K unrelated Deployments and K Services in other namespaces. */
   readonly unrelated?: number;

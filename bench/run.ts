@@ -8,7 +8,7 @@
 // With --go, last, a controller-runtime (Go) reference operator (bench/go-operator/) on a third fresh
 // control plane, create and scale, checked to apply render()'s very objects.
 // Writes bench/results.json and the tables of docs/benchmark.md. Usage: npm run bench [-- --n 1000] [--growth]
-// [--2500] [--edits 200] [--steady 60] [--no-rollout] [--go] [--repeat K] [--profile <dir>] [--unrelated 5000]
+// [--2500] [--edits 200] [--steady 60] [--no-rollout] [--waves 10%] [--go] [--repeat K] [--profile <dir>] [--unrelated 5000]
 // The operator's own settings (APPKIND_WORKERS, APPKIND_STATUS_INTERVAL_MS) pass through from the environment.
 // The phases are floor.ts, cr-floor.ts, operator-run.ts and go-run.ts (what they share: phase.ts); the options, cli.ts.
 import { execFileSync } from 'node:child_process';
@@ -56,6 +56,7 @@ async function main(): Promise<void> {
     steadySeconds: s.steadySeconds,
     ...(s.repeat > 1 ? { repeat: s.repeat } : {}),
     rolloutImage: s.rollout ? ROLLOUT_IMAGE : undefined,
+    ...(s.waves ? { rolloutMaxConcurrent: s.waves } : {}),
     ...(s.unrelated > 0 ? { unrelated: s.unrelated } : {}),
     operator: {
       workers: Number(settingsEnv.APPKIND_WORKERS || DEFAULT_WORKERS),

@@ -77,6 +77,11 @@ function watchKindsFile(
         void events.record(configMap, 'Warning', 'InvalidKinds', `${error.message} (still serving ${names(served).join(', ')})`);
     },
   });
+  // A kind's rollout that stopped at a failing wave is the kinds' news too: `kubectl describe configmap`.
+  if (configMap)
+    manager.onRolloutStopped(
+      (kind, reason) => void events.record(configMap, 'Warning', 'KindRolloutStopped', `the ${kind} rollout stopped: ${reason}`),
+    );
   kindsFile.start();
   return kindsFile;
 }

@@ -1,4 +1,5 @@
 import { AppKindOverrides } from './overrides';
+import { RolloutOptions } from './rollout';
 import { AppSettings } from './settings';
 
 /** One version of an app kind's API (`AppKind.versions`). */
@@ -92,4 +93,10 @@ export interface AppKind extends AppSettings {
    * @default none
    */
   readonly overrides?: AppKindOverrides;
+  /**
+   * How a change of the kind's settings reaches its running apps: in waves of at most
+   * `maxConcurrent`, a failing wave stopping the rollout (see RolloutOptions).
+   * @default - waves of 10% of the kind's apps (at least 1), 300 s for each app to become Ready
+   */
+  readonly rollout?: RolloutOptions;
 }

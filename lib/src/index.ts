@@ -15,3 +15,4 @@ export * from './probe';
 export * from './volume';
 export * from './exposure';
 export * from './overrides';
+export * from './rollout';

@@ -237,6 +237,17 @@ export const KIND_PROPERTIES: Record<string, Schema> = {
     required: bool('A hard rule (pods stay pending) rather than a preference; defaults to false.'),
   }),
   overrides: ref('overrides'),
+  rollout: obj('How a change of the kind reaches its running apps: in waves, stopped by a failing one.', {
+    maxConcurrent: {
+      description:
+        'Most apps rolling to a new pod template at once: a number (5) or a percentage of the kind\'s CRs ("10%", at least 1); "100%" rolls all at once; defaults to "10%".',
+      oneOf: [
+        { type: 'integer', minimum: 1 },
+        { type: 'string', pattern: '^([1-9][0-9]*|[1-9][0-9]?%|100%)$' },
+      ],
+    },
+    progressDeadlineSeconds: int('Seconds an app of a wave has to become Ready before the rollout stops; defaults to 300.', 1),
+  }),
 };
 
 /** One kind of the file, and the spec of an AppKind object (beside its deletionPolicy). */

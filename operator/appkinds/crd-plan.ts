@@ -1,21 +1,19 @@
-// Which CRD an AppKind gets: the kind's CRD as the construct renders it, with the labels that say whose
-// it is. The one place that decides it from the AppKind and the live CRD, so that several versions
-// and the migration of stored objects plug in here and nowhere else.
+// Which CRD an AppKind gets: the kind's CRD as the construct renders it (every version it lists), with
+// the labels that say whose it is. Whether the live CRD may change to it is the reconciler's check
+// against the stored CRs (crd-change.ts), and moving them is migrations.ts's.
 import type { V1CustomResourceDefinition } from '@kubernetes/client-node';
 import { AppKind, AppKindApiCrd } from 'cdk8s-appkind';
 import { createHash } from 'node:crypto';
 import { crdObjects } from '../kinds/crd-yaml.js';
-import type { AppKindResource, AppKindMigration } from './types.js';
+import type { AppKindResource } from './types.js';
 
 /** Annotation holding the hash of the CRD the operator last applied: unchanged, it applies nothing. */
 export const SPEC_HASH_ANNOTATION = `${AppKindApiCrd.GROUP}/spec-hash`;
 
-/** What to apply for an AppKind and what to report of moving stored objects. */
+/** What to apply for an AppKind. */
 export interface CrdPlan {
   /** The CRD to apply (server-side apply); its labels and annotations are the operator's. */
   readonly crd: V1CustomResourceDefinition;
-  /** Stored objects moving to the storage version, reported as status.migration; undefined when none move. */
-  readonly migration?: AppKindMigration;
 }
 
 /** What a plan is made from. */
@@ -30,7 +28,7 @@ export interface CrdPlanInput {
   readonly managedBy: string;
 }
 
-/** Decides the CRD of an AppKind (one version, served and stored, as the kinds file's CRDs). */
+/** Decides the CRD of an AppKind (its versions as the kinds file's CRDs have them). */
 export type CrdPlanner = (input: CrdPlanInput) => CrdPlan;
 
 /** The CRD of the kind with the AppKind's labels and the hash of the rest. */

@@ -1,9 +1,11 @@
 // One AppKind to one served kind: its spec checked as the kinds file's kinds are, its CRD's name
-// checked against the CRDs and kinds of others, the CRD applied and awaited, the kind served, and
-// status written only when it changed (a steady state writes nothing). Deleting it acts on its
+// checked against the CRDs and kinds of others, a change of its CRD checked against the CRs stored
+// under it, the CRD applied and awaited, the kind served, stored CRs moved to a new storage version,
+// and status written only when it changed (a steady state writes nothing). Deleting it acts on its
 // deletionPolicy under the finalizer.
 import type { V1CustomResourceDefinition } from '@kubernetes/client-node';
 import { AppKind, AppKindApiCrd, AppKindCrd } from 'cdk8s-appkind';
+import { needsStorageMigration, refusedCrdChange, storageOf } from '../kinds/crd-change.js';
 import { ConfigError, validateAppKind } from '../kinds/validate.js';
 import { KIND_PROPERTIES } from '../kinds/schema.js';
 import { apiFailure } from '../runtime/api-failure.js';
@@ -13,7 +15,8 @@ import type { HandlerResult } from '../runtime/queue.js';
 import { MERGE_PATCH, resourcePath, RestClient } from '../runtime/rest.js';
 import type { KindSources } from '../controller/kind-sources.js';
 import { applied, CrdPlanner, planCrd } from './crd-plan.js';
-import type { AppKindCondition, AppKindResource, AppKindStatus } from './types.js';
+import type { StorageMigrations } from './migrations.js';
+import type { AppKindCondition, AppKindMigration, AppKindResource, AppKindStatus } from './types.js';
 
 /** Why an AppKind is Ready or not (status.conditions[Ready].reason). */
 export const AppKindReason = {
@@ -25,6 +28,12 @@ export const AppKindReason = {
   CRD_NOT_ESTABLISHED: 'CRDNotEstablished',
   CRD_NAMES_NOT_ACCEPTED: 'CRDNamesNotAccepted',
   RESOURCES_FORBIDDEN: 'ResourcesForbidden',
+  /** The new CRD stops listing or serving a version status.storedVersions still holds. */
+  VERSION_STILL_STORED: 'VersionStillStored',
+  /** The new CRD takes out of the schema a field that stored CRs may hold. */
+  FIELD_REMOVED: 'FieldRemoved',
+  /** Moving stored CRs to the storage version failed; it is tried again (the kind is still served). */
+  STORAGE_MIGRATION_FAILED: 'StorageMigrationFailed',
 } as const;
 
 /** Every spec setting named as the user wrote it, `spec.port`, in the messages of the kinds file's checks. */
@@ -49,14 +58,17 @@ export interface AppKindReconcilerDeps {
   readonly fieldManager: string;
   /** The operator's name: app.kubernetes.io/managed-by of the CRDs it makes. */
   readonly managedBy: string;
-  /** Decides the CRD to apply (one version by default; several with storage migration plug in here). */
+  /** Decides the CRD to apply. */
   readonly planner?: CrdPlanner;
   /** The API groups the install allows AppKinds (APPKIND_KIND_GROUPS), named when the API server refuses a CRD. */
   readonly kindGroups?: readonly string[];
+  /** Runs storage migrations of the CRDs beside the reconciles; without it, none runs. */
+  readonly migrations?: Pick<StorageMigrations, 'ensure' | 'state' | 'stop'>;
   readonly now?: () => Date;
 }
 
 const API = { apiVersion: AppKindApiCrd.API_VERSION, plural: AppKindApiCrd.PLURAL };
+const CRDS = { apiVersion: 'apiextensions.k8s.io/v1', plural: 'customresourcedefinitions' };
 const established = (crd: V1CustomResourceDefinition | undefined) =>
   crd?.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') ?? false;
 const namesRefused = (crd: V1CustomResourceDefinition | undefined) =>
@@ -165,6 +177,15 @@ export class AppKindReconciler {
     const plan = this.planner({ appKind: ak, kind, live, managedBy: this.deps.managedBy });
     let current = live;
     if (!applied(plan, live)) {
+      // The cache holds CRDs without their schemas: the check reads the live one, only when it would change.
+      const full = live && (await this.readCrd(crdName));
+      const problems = full ? refusedCrdChange(full, plan.crd) : [];
+      if (problems.length > 0) {
+        // CRs still moving to the storage version keep moving: once they have, this spec is accepted without another edit.
+        const moving = needsStorageMigration(full!) ? this.deps.migrations?.ensure(name, crdName, log) : undefined;
+        const reason = problems[0]!.startsWith('versions:') ? AppKindReason.VERSION_STILL_STORED : AppKindReason.FIELD_REMOVED;
+        return this.refuse(ak, reason, `AppKind ${name}: ${problems.join('; ')}${this.stillServing(name)}`, log, moving?.progress);
+      }
       try {
         current = await this.deps.rest.apply(plan.crd, this.deps.fieldManager);
       } catch (e) {
@@ -222,17 +243,73 @@ export class AppKindReconciler {
       );
       return;
     }
-    const message = `serving ${kind.kind}.${kind.group}/${kind.version} from CRD ${crdName}`;
+    const storage = this.storage(ak, kind, current!, log);
+    const message = `serving ${kind.kind}.${kind.group}/${kind.version} from CRD ${crdName}${storage.note}`;
     await this.writeStatus(
       ak,
       {
         ...this.observed(ak, current),
-        conditions: this.conditions(ak, 'True', AppKindReason.SERVING, message),
+        conditions: storage.failed
+          ? this.conditions(ak, 'False', AppKindReason.STORAGE_MIGRATION_FAILED, message)
+          : this.conditions(ak, 'True', AppKindReason.SERVING, message),
         resources: this.deps.resourceCount(kind.kind) ?? ak.status?.resources ?? 0,
-        migration: plan.migration,
+        migration: storage.migration,
       },
       log,
     );
+    if (storage.retryInMs !== undefined) return { requeueAfterMs: storage.retryInMs };
+  }
+
+  /**
+   * Where the CRs of a served CRD are stored: a migration started when status.storedVersions holds a
+   * version other than the storage version, and what the user waits for before retiring the others.
+   */
+  private storage(
+    ak: AppKindResource,
+    kind: AppKind,
+    crd: V1CustomResourceDefinition,
+    log: Logger,
+  ): { note: string; failed: boolean; migration?: AppKindMigration; retryInMs?: number } {
+    const crdName = crd.metadata!.name!;
+    const { storage, stored } = storageOf(crd);
+    const needed = needsStorageMigration(crd);
+    const state = needed ? this.deps.migrations?.ensure(ak.metadata!.name!, crdName, log) : this.deps.migrations?.state(crdName);
+    // After a restart no run is known: the last progress written stays.
+    const migration = state?.progress ?? ak.status?.migration;
+    const others = (crd.spec.versions ?? []).map((v) => v.name).filter((v) => v !== storage);
+    if (needed && state?.failure) {
+      // No countdown in the message: a message that changed at each reconcile would be a status write and an Event each time.
+      return {
+        note: `, but moving its stored CRs to ${storage} failed (it is tried again, after a wait that doubles up to 5 minutes): ${state.failure}; until it succeeds status.storedVersions keeps ${stored.join(', ')} and no version may be retired`,
+        failed: true,
+        migration,
+        retryInMs: state.retryInMs,
+      };
+    }
+    if (needed) {
+      const from = stored.filter((v) => v !== storage).join(', ');
+      return { note: `; moving the CRs stored at ${from} to ${storage} (status.migration shows how far)`, failed: false, migration };
+    }
+    // Retiring is news only after CRs moved to this storage version (not when a version was merely added beside it).
+    if (others.length === 0 || migration?.version !== storage) return { note: '', failed: false, migration };
+    const first = kind.version !== storage ? `set spec.version to ${storage} (the children's owner references move to it), then ` : '';
+    return {
+      note:
+        `; every CR is stored at ${storage} (status.storedVersions [${storage}]): ${first}${others.join(', ')} may be retired (served: false, then removed from spec.versions) ` +
+        `once kube-controller-manager's garbage collector has moved its watches off them; it reads discovery every 30 s, so wait a minute after the served versions last changed`,
+      failed: false,
+      migration,
+    };
+  }
+
+  /** The CRD as the API server has it, schemas included; undefined when it is gone. */
+  private async readCrd(name: string): Promise<V1CustomResourceDefinition | undefined> {
+    try {
+      return await this.deps.rest.request<V1CustomResourceDefinition>('GET', resourcePath({ ...CRDS, name }));
+    } catch (e) {
+      if (apiFailure(e).code === 404) return undefined;
+      throw e;
+    }
   }
 
   /** What status says of the CRD as it is, and which generation it is about. */
@@ -264,12 +341,17 @@ export class AppKindReconciler {
     return served ? ` (still serving ${served.kind}.${served.group}/${served.version} as before)` : '';
   }
 
-  /** Ready=False with the reason; what is served does not change. */
-  private async refuse(ak: AppKindResource, reason: string, message: string, log: Logger): Promise<void> {
+  /** Ready=False with the reason; what is served does not change (a migration under way goes on and reports). */
+  private async refuse(ak: AppKindResource, reason: string, message: string, log: Logger, migration?: AppKindMigration): Promise<void> {
     log.warn('appkind refused', { reason, message });
     await this.writeStatus(
       ak,
-      { ...ak.status, observedGeneration: ak.metadata?.generation, conditions: this.conditions(ak, 'False', reason, message) },
+      {
+        ...ak.status,
+        observedGeneration: ak.metadata?.generation,
+        conditions: this.conditions(ak, 'False', reason, message),
+        ...(migration ? { migration } : {}),
+      },
       log,
     );
   }
@@ -334,6 +416,7 @@ export class AppKindReconciler {
     this.written.delete(name);
     if (changes) log.info('appkind deleted; kind no longer served', { ...changes });
     const crdName = crdNameOfSpec(ak);
+    if (crdName) await this.deps.migrations?.stop(crdName);
     const live = crdName ? this.deps.crd(crdName) : undefined;
     const ours = live?.metadata?.labels?.[AppKindApiCrd.APPKIND_LABEL] === name;
     if (ak.spec?.deletionPolicy === 'Delete' && live && ours) {

@@ -13,6 +13,8 @@ import { resourcePath, RestClient } from '../runtime/rest.js';
 import type { KindSources } from '../controller/kind-sources.js';
 import { AppKindReconciler } from './reconcile.js';
 import type { CrdPlanner } from './crd-plan.js';
+import { StorageMigration } from '../controller/storage-migration.js';
+import { StorageMigrations } from './migrations.js';
 import type { AppKindResource } from './types.js';
 
 const CRDS = { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', plural: 'customresourcedefinitions' };
@@ -62,6 +64,7 @@ export class AppKindSource {
   private crds?: Informer<V1CustomResourceDefinition>;
   private readonly queue: WorkQueue;
   private readonly reconciler: AppKindReconciler;
+  private readonly migrations: StorageMigrations;
   private readonly timers: NodeJS.Timeout[] = [];
   private stopped = false;
   /** Both caches hold their first list. */
@@ -73,6 +76,11 @@ export class AppKindSource {
 
   constructor(private readonly opts: AppKindSourceOptions) {
     const { rest, log, fieldManager } = opts;
+    // A migration's news queue its AppKind, whose reconcile writes status.migration.
+    this.migrations = new StorageMigrations({
+      migrate: (crd, options) => new StorageMigration(rest, options).migrate(crd),
+      changed: (name) => this.queue.add(name),
+    });
     this.reconciler = new AppKindReconciler({
       rest,
       events: new EventRecorder(rest, fieldManager, log),
@@ -85,6 +93,7 @@ export class AppKindSource {
       managedBy: opts.managedBy,
       planner: opts.planner,
       kindGroups: opts.kindGroups,
+      migrations: this.migrations,
     });
     this.queue = new WorkQueue((name) => this.reconciler.reconcile(name, log.child({ appkind: name })), { workers: 1, maxDelayMs: 60_000 });
   }
@@ -122,6 +131,7 @@ export class AppKindSource {
     for (const t of this.timers) clearTimeout(t);
     this.appKinds?.stop();
     this.crds?.stop();
+    await this.migrations.stopAll();
     await this.queue.shutdown(graceMs);
   }
 

@@ -39,6 +39,21 @@ function isZero(value: unknown): boolean {
   return value === 0 || value === false || value === '';
 }
 
+/**
+ * `live` as an apply would give it back: with the zero values `desired` sets that the server omits
+ * (`hostNetwork: false`), so applying it releases none of them; every other value is `live`'s.
+ */
+export function withOmittedZeros(desired: unknown, live: unknown): unknown {
+  const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+  if (!isObject(desired) || !isObject(live)) return live;
+  const out: Record<string, unknown> = { ...live };
+  for (const [k, v] of Object.entries(desired)) {
+    if (k in live) out[k] = withOmittedZeros(v, live[k]);
+    else if (isZero(v)) out[k] = v;
+  }
+  return out;
+}
+
 /** True when every field of `desired` already has the same value in `live`. */
 export function isSubset(desired: unknown, live: unknown): boolean {
   return firstDifference(desired, live) === undefined;

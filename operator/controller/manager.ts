@@ -16,6 +16,7 @@ import { ReconcilerMemory } from './memory.js';
 import { appKindController, crsOf } from './operator.js';
 import { RenderCache } from './render-cache.js';
 import { StatusPacer } from './status-pacer.js';
+import type { RolloutSummary } from './waves.js';
 
 /** Kinds by name that setKinds() started serving, stopped serving, or serves with new settings. */
 export interface KindChanges {
@@ -32,6 +33,8 @@ export class Manager {
   /** The kinds served now, by Kind; setKinds() changes them (the reconciler and the mappings read this same map). */
   private readonly kinds: Map<string, AppKind>;
   private elector?: LeaderElector;
+  private readonly memory: ReconcilerMemory;
+  private rolloutStopped?: (kind: string, reason: string) => void;
   /** Called when the workers start (at once, or on becoming leader): other controllers of the process start theirs. */
   private readonly onWorkersStarted: (() => void)[] = [];
 
@@ -49,7 +52,16 @@ export class Manager {
       onThrottled,
       userAgent: client.userAgent,
     }));
-    const memory = new ReconcilerMemory();
+    // The kind rollouts count a kind's CRs in its cache and wake the apps whose turn came through the queue.
+    const memory = (this.memory = new ReconcilerMemory({
+      total: (kind) => (this.controller.caches.crs.get(kind)?.informers ?? []).reduce((n, i) => n + i.size, 0),
+      // Later, not inside the reconcile or the kind change that frees a turn: an idle worker may take a key at once.
+      wake: (keys) => setImmediate(() => keys.forEach((key) => this.controller.queue.add(key))),
+      stopped: (kind, reason) => {
+        log.warn('kind rollout stopped', { kind, reason });
+        this.rolloutStopped?.(kind, reason);
+      },
+    }));
     const expectations = new Expectations();
     const { fieldManager } = settings;
     this.controller = appKindController(
@@ -80,6 +92,7 @@ export class Manager {
     metrics.countResources(() =>
       [...this.controller.caches.crs].map(([kind, cache]) => ({ kind, resources: cache.informers.flatMap((i) => i.list()) })),
     );
+    metrics.countRollouts(() => [...this.kinds.values()].map((kind) => ({ kind: kind.kind, summary: this.rolloutSummary(kind.kind)! })));
   }
 
   /**
@@ -100,10 +113,15 @@ export class Manager {
       }
       changes.removed.push(name);
       this.kinds.delete(name);
+      this.memory.waves.kindRemoved(name);
       this.controller.removePrimary('crs', name);
     }
     for (const name of changes.changed) {
+      // A new rollout of the kind: its apps roll in waves (waves.ts), each reconcile asking for a turn
+      // with the new settings (served before the rollout starts, so no reconcile sees one without the other).
+      const before = this.kinds.get(name)!;
       this.kinds.set(name, next.get(name)!);
+      this.memory.waves.kindChanged(before, next.get(name)!);
       for (const informer of this.controller.caches.crs.get(name)?.informers ?? []) {
         for (const cr of informer.list()) this.controller.queue.add(refKey(refOf(name, cr)));
       }
@@ -116,6 +134,21 @@ export class Manager {
       void this.controller.addPrimary('crs', crsOf(kind)).then(() => this.log.info('caches synced', { kinds: [name] }));
     }
     return changes;
+  }
+
+  /**
+   * The rollout of the kind `kind` (a Kind name) to its current settings: apps at the new pod template,
+   * in flight, waiting, failed, and why it stopped; undefined for a kind not served. What the kind's
+   * status shows of it.
+   */
+  rolloutSummary(kind: string): RolloutSummary | undefined {
+    const served = this.kinds.get(kind);
+    return served && this.memory.waves.summary(served);
+  }
+
+  /** `fn` is told when a kind's rollout stops at a failing wave (run.ts records it on the kinds ConfigMap). */
+  onRolloutStopped(fn: (kind: string, reason: string) => void): void {
+    this.rolloutStopped = fn;
   }
 
   /**

@@ -12,20 +12,25 @@
 //   cache, so its deletion is watched by name while it blocks one (conflict-wait.test.ts).
 // - NodePort waits (NodePortWaits): a Service not ours holding a CR's NodePort is in no cache either,
 //   so every Service is watched while some CR waits for a port (nodeport-wait.test.ts).
-// The reconciler reads and writes the first three (ReconcilerFacts); the watches' observe hooks tell
-// the facts what was watched (MemoryObserver); the event mappings get a read-only view (MemoryView).
+// - kind rollouts (KindWaves): which apps of a kind roll to its new settings now, which wait their turn,
+//   which failed; the caches hold only the Deployments, not the order of the waves (waves.test.ts).
+// The reconciler reads and writes the first three and the rollouts (ReconcilerFacts); the watches'
+// observe hooks tell the facts what was watched (MemoryObserver); the event mappings get a read-only
+// view (MemoryView).
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { WatchContext } from '../runtime/controller.js';
 import { ConflictTracker, ConflictWatches } from './conflicts.js';
 import { DeletedChildren } from './deleted-children.js';
 import { NodePortWaits } from './nodeports.js';
 import { OwnStatusWrites } from './own-status-writes.js';
+import { KindWaves, KindWavesOptions } from './waves.js';
 
 /** What the reconciler reads and writes of its memory; a fact left out is not remembered (tests leave some out). */
 export interface ReconcilerFacts {
   readonly ownStatusWrites?: Pick<OwnStatusWrites, 'statusAhead' | 'writing' | 'wrote'>;
   readonly deletedChildren?: Pick<DeletedChildren, 'seen' | 'size'>;
   readonly conflicts?: ConflictTracker;
+  readonly waves?: KindWaves;
 }
 
 /** What the event mappings read of the reconciler's memory. */
@@ -45,15 +50,22 @@ export interface MemoryObserver {
 }
 
 /**
- * The four facts. The conflict and NodePort watches are built here and registered with the
+ * The five facts. The conflict and NodePort watches are built here and registered with the
  * controller (watchesWhile), which starts and stops them; the reconciler reaches three of the facts
- * here (ReconcilerFacts), and the CR watch tells the NodePort waits which CRs wait (MemoryObserver).
+ * and the rollouts here (ReconcilerFacts), and the CR watch tells the NodePort waits which CRs wait
+ * (MemoryObserver).
  */
 export class ReconcilerMemory implements ReconcilerFacts, MemoryView, MemoryObserver {
   readonly ownStatusWrites = new OwnStatusWrites();
   readonly deletedChildren = new DeletedChildren();
+  readonly waves: KindWaves;
   private conflictWatches?: ConflictWatches;
   private nodePortWaits?: NodePortWaits;
+
+  /** `waves`: how the kind rollouts count a kind's CRs and wake the apps whose turn came. */
+  constructor(waves: KindWavesOptions = { total: () => 1, wake: () => undefined }) {
+    this.waves = new KindWaves(waves);
+  }
 
   /** The watches of objects blocking a CR (built once, by the controller's watchesWhile). */
   watchConflicts(ctx: WatchContext, onGone: (obj: KubernetesObject) => void): ConflictWatches {
@@ -83,6 +95,7 @@ export class ReconcilerMemory implements ReconcilerFacts, MemoryView, MemoryObse
   crDeleted(key: string, uid: string | undefined): void {
     this.ownStatusWrites.forget(key);
     this.deletedChildren.ownerDeleted(uid);
+    this.waves.forget(key.split('/')[0]!, key);
   }
 
   childObserved(kind: string, obj: KubernetesObject, deleted: boolean): void {

@@ -14,8 +14,8 @@ import {
   V1Service,
 } from '@kubernetes/client-node';
 import { AppKind, ContainerApp, ContainerAppProps } from 'cdk8s-appkind';
-import { AppResource, appPropsFor, KubeObject } from '../kinds/render.js';
-import { appliedFieldsOf, drift as driftOf, firstReleased } from './diff.js';
+import { AppResource, appPropsFor, KubeObject, render } from '../kinds/render.js';
+import { appliedFieldsOf, drift as driftOf, firstReleased, isSubset, withOmittedZeros } from './diff.js';
 import { CacheReader, OWNER_INDEX } from '../runtime/cache.js';
 import { Expectations } from '../runtime/expectations.js';
 import { controllerOf, describeObject, parseRefKey, refKey, refOf } from '../runtime/ref.js';
@@ -29,6 +29,7 @@ import { isCreateOnlyRefusal, KubeClient } from '../runtime/rest.js';
 import { StatusPacer, urgent } from './status-pacer.js';
 import type { ReconcilerFacts } from './memory.js';
 import { throttleDelayMs, ThrottledError } from '../runtime/throttle.js';
+import { KUBELET_FAILURE_REASONS, podProblem } from './pod-problems.js';
 import {
   AppStatus,
   computeStatus,
@@ -101,6 +102,19 @@ function nameConflict(obj: KubeObject, cr: CachedResource): ReconcileFailure {
   };
 }
 
+/** The rendered Deployment's pod template. */
+function templateOf(deployment: KubernetesObject | undefined): unknown {
+  return (deployment as V1Deployment | undefined)?.spec?.template;
+}
+
+/** What the kind's rollout said of this reconcile's app (waves.ts). */
+interface WaveTurn {
+  /** The Deployment render() gives with the kind's current settings. */
+  readonly target: KubeObject;
+  /** The app waits for its turn: its Deployment keeps the pod template it holds. */
+  readonly held: boolean;
+}
+
 /**
  * reconcile(key): level-based and idempotent. Reads the CR and its children from the caches,
  * applies what render() gives when it differs from the live objects, prunes children no longer
@@ -145,6 +159,9 @@ export class Reconciler {
         failure = { reason: 'InvalidSpec', message: (e as Error).message };
       }
     }
+    // A kind-level change rolls a running app only in its turn; until then its pod template stays.
+    const wave = failure ? undefined : this.waveTurn(kind, cr, key, desired);
+    if (wave?.held) desired = desired.map((o) => (o === wave.target ? this.keepTemplate(o, kind, cr) : o));
     if (await this.goneMeanwhile(cr, desired, log)) {
       this.renders.forget(ref);
       this.deps.pacer?.forget(key);
@@ -171,7 +188,7 @@ export class Reconciler {
         : undefined;
     let waitMs: number;
     try {
-      waitMs = await this.writeStatus(key, props, cr, failure, fresh, log);
+      waitMs = await this.writeStatus(key, props, cr, failure, fresh, log, kind, wave);
     } finally {
       await event;
     }
@@ -223,6 +240,51 @@ export class Reconciler {
         objects: recreating.map((obj) => describeObject(obj)),
       });
     return gone;
+  }
+
+  /**
+   * Whether this app's pod template would change by a kind-level change (the kind's settings, the
+   * operator's rendering), and if so whether its turn in the kind's rollout came. A new app, a
+   * template unchanged (a scale change) and a change of the CR's own spec go at once.
+   */
+  private waveTurn(kind: AppKind, cr: CachedResource, key: string, desired: KubeObject[]): WaveTurn | undefined {
+    const waves = this.deps.memory?.waves;
+    const target = desired.find((o) => o.kind === 'Deployment');
+    if (!waves || !target) return undefined;
+    const live = this.deps.deployments.get(target.metadata.namespace, target.metadata.name);
+    if (!live || controllerOf(live)?.uid !== cr.metadata.uid) return undefined;
+    if (isSubset(templateOf(target), live.spec?.template)) return { target, held: false };
+    // The CR rendered with the kind's settings before the change gives the live template: the kind's
+    // change. Else an edit of the CR not reconciled yet is its own; else the change is the kind's or
+    // the operator's rendering, from settings this process never saw.
+    const before = this.previousTemplate(kind, cr);
+    const kindChange = before !== undefined || (cr.metadata.generation ?? 0) === (cr.status?.observedGeneration ?? 0);
+    if (!kindChange) return { target, held: false };
+    return { target, held: waves.turn(kind, key) === 'wait' };
+  }
+
+  /** The pod template render() gave `cr` with the kind's previous settings, when the live Deployment holds it. */
+  private previousTemplate(kind: AppKind, cr: CachedResource): unknown {
+    const previous = this.deps.memory?.waves?.previous(kind.kind);
+    if (!previous) return undefined;
+    const live = templateOf(this.deps.deployments.get(cr.metadata.namespace, ContainerApp.objectNames(cr.metadata.name).deployment));
+    try {
+      const template = templateOf(render(previous, cr).find((o) => o.kind === 'Deployment'));
+      return isSubset(template, live) ? template : undefined;
+    } catch {
+      return undefined; // a spec the previous settings refuse: not what the live Deployment was rendered from
+    }
+  }
+
+  /**
+   * `deployment` with the pod template its app runs now: the previous settings' render, else the live
+   * one (with the zero values the render sets, which the server omits: applying it releases nothing).
+   */
+  private keepTemplate(deployment: KubeObject, kind: AppKind, cr: CachedResource): KubeObject {
+    const live = this.deps.deployments.get(deployment.metadata.namespace, deployment.metadata.name);
+    const template = this.previousTemplate(kind, cr) ?? withOmittedZeros(templateOf(deployment), templateOf(live));
+    const spec = (deployment as V1Deployment).spec!;
+    return { ...deployment, spec: { ...spec, template } } as KubeObject;
   }
 
   private owned(obj: KubeObject, cr: CachedResource): KubeObject {
@@ -359,6 +421,52 @@ export class Reconciler {
     return this.deps.replicaSets.byIndex(OWNER_INDEX, uid).flatMap((rs) => this.deps.pods.byIndex(OWNER_INDEX, rs.metadata!.uid!));
   }
 
+  /**
+   * Tells the kind's rollout what this app's Deployment holds and how its pods fare; resolves with how
+   * long until its turn's deadline while it rolls and is not Ready. A failure stopping the rollout is
+   * an Event on the app, beside the kubelet's or the API server's own.
+   */
+  private async observeWave(
+    kind: AppKind,
+    key: string,
+    cr: CachedResource,
+    wave: WaveTurn,
+    deployment: V1Deployment | undefined,
+    status: AppStatus,
+    failure: ReconcileFailure | undefined,
+    log: Logger,
+  ): Promise<number | undefined> {
+    const waves = this.deps.memory?.waves;
+    if (!waves || failure) return undefined;
+    const ready = status.conditions.find((c) => c.type === 'Ready');
+    const seen = waves.observe(kind, key, {
+      atTarget: !wave.held && isSubset(templateOf(wave.target), deployment?.spec?.template),
+      ready: ready?.status === 'True',
+      failure: (since) => this.turnFailure(deployment, since),
+    });
+    if (seen.failed) {
+      const message = `the ${kind.kind} rollout stopped at this app (${seen.failed}): apps not rolled yet keep their pod template until the kind's settings change again`;
+      await this.deps.events.record(cr, 'Warning', 'KindRolloutStopped', message, log);
+    }
+    // A moment past the deadline, so the reconcile then finds it passed.
+    return seen.deadlineInMs !== undefined ? seen.deadlineInMs + 100 : undefined;
+  }
+
+  /**
+   * Why the pods an app's turn made cannot start: pods refused at admission (the Deployment's
+   * ReplicaFailure), or a kubelet failure of a pod made since. The Deployment's and the pods' old
+   * failures (of the template before a fix) stay a moment after the turn starts: they are not its.
+   * Kubernetes times have whole seconds, hence the second of slack.
+   */
+  private turnFailure(deployment: V1Deployment | undefined, since: number): string | undefined {
+    const after = (time: Date | string | undefined) => time !== undefined && new Date(time).getTime() >= since - 1000;
+    const refused = deployment?.status?.conditions?.find((c) => c.type === 'ReplicaFailure' && c.status === 'True');
+    if (refused && after(refused.lastTransitionTime ?? refused.lastUpdateTime)) return refused.reason || 'ReplicaFailure';
+    const pods = this.podsOf(deployment).filter((p) => after(p.metadata?.creationTimestamp));
+    const problem = podProblem(pods, false);
+    return problem && KUBELET_FAILURE_REASONS.has(problem.reason) ? problem.reason : undefined;
+  }
+
   /** Writes status when it changed; returns how long a coalesced change still waits (0: none). */
   private async writeStatus(
     key: string,
@@ -367,6 +475,8 @@ export class Reconciler {
     failure: ReconcileFailure | undefined,
     fresh: Map<string, KubernetesObject>,
     log: Logger,
+    kind?: AppKind,
+    wave?: WaveTurn,
   ): Promise<number> {
     const ns = cr.metadata.namespace!;
     const names = ContainerApp.objectNames(props.name!);
@@ -386,11 +496,13 @@ export class Reconciler {
       failure,
       previous: cr.status,
       now: this.deps.now?.() ?? new Date(),
+      waiting: wave?.held && kind ? this.deps.memory?.waves?.waitingReason(kind, key) : undefined,
     });
-    if (statusEqual(cr.status, status)) return 0;
+    const deadlineMs = kind && wave ? await this.observeWave(kind, key, cr, wave, deployment, status, failure, log) : undefined;
+    if (statusEqual(cr.status, status)) return deadlineMs ?? 0;
     const isUrgent = urgent(cr.status, status); // also a first status
     const waitMs = this.deps.pacer?.delayMs(key, cr.status, status, isUrgent) ?? 0;
-    if (waitMs > 0) return waitMs;
+    if (waitMs > 0) return Math.min(waitMs, deadlineMs ?? Infinity);
     try {
       this.deps.memory?.ownStatusWrites?.writing(key, cr.metadata.resourceVersion);
       // A merge patch keeps fields it does not mention: null removes a NodePort that is gone.
@@ -409,7 +521,7 @@ export class Reconciler {
       // not pulled, a container exiting): say so where the CR's author looks.
       const warning = podsRefusedEvent(cr.status, status, replicaFailureOf(deployment)) ?? kubeletFailureEvent(cr.status, status);
       if (warning) await this.deps.events.record(cr, 'Warning', warning.reason, warning.message, log);
-      return 0;
+      return deadlineMs ?? 0;
     } catch (e) {
       this.deps.memory?.ownStatusWrites?.wrote(key, undefined);
       const f = apiFailure(e);

@@ -48,6 +48,8 @@ export interface StatusInput {
   readonly failure?: ReconcileFailure;
   /** The status the CR has now, for lastTransitionTime. */
   readonly previous?: Partial<AppStatus>;
+  /** Why the app waits for its kind's rollout (waves.ts), when it does: Progressing says so. */
+  readonly waiting?: { readonly reason: string; readonly message: string };
   readonly now: Date;
 }
 
@@ -216,19 +218,21 @@ export function computeStatus(input: StatusInput): AppStatus {
   const kstatus = kstatusCondition(input, readyCondition);
   const conditions: Omit<Condition, 'lastTransitionTime'>[] = [
     readyCondition,
-    rolledOut
-      ? {
-          type: 'Progressing',
-          status: 'False',
-          reason: Reason.RolloutComplete,
-          message: `Deployment has ${input.size} up-to-date replicas`,
-        }
-      : {
-          type: 'Progressing',
-          status: 'True',
-          reason: Reason.RollingOut,
-          message: `Deployment has ${ds?.updatedReplicas ?? 0}/${input.size} up-to-date replicas`,
-        },
+    input.waiting
+      ? { type: 'Progressing', status: 'True', reason: input.waiting.reason, message: input.waiting.message }
+      : rolledOut
+        ? {
+            type: 'Progressing',
+            status: 'False',
+            reason: Reason.RolloutComplete,
+            message: `Deployment has ${input.size} up-to-date replicas`,
+          }
+        : {
+            type: 'Progressing',
+            status: 'True',
+            reason: Reason.RollingOut,
+            message: `Deployment has ${ds?.updatedReplicas ?? 0}/${input.size} up-to-date replicas`,
+          },
     input.failure
       ? { type: 'Degraded', status: 'True', reason: input.failure.reason, message: input.failure.message }
       : { type: 'Degraded', status: 'False', reason: Reason.ReconcileSucceeded, message: 'Deployment and Service are applied' },

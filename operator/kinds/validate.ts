@@ -1,7 +1,7 @@
 // The check of one app kind's settings, whatever their source (sources.ts): errors name the setting,
 // where it was set (an env variable's name, `kinds[1] in appkinds.yaml`) and the fix.
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import { AppKind, AppKindCrd, AppKindOverrides, ImagePolicy } from 'cdk8s-appkind';
+import { AppKind, AppKindCrd, AppKindOverrides, ImagePolicy, RolloutOptions } from 'cdk8s-appkind';
 import { KIND_PROPERTIES, structuredSettingsSchema } from './schema.js';
 import { render } from './render.js';
 
@@ -67,6 +67,7 @@ function firstError(errors: ErrorObject[]): ErrorObject {
 function patternFix(at: string): string {
   if (at.endsWith('mountPath')) return 'give an absolute path';
   if (/^podDisruptionBudget\./.test(at)) return 'give a number like "1" or a percentage like "50%" (quoted)';
+  if (/^rollout\./.test(at)) return 'give a number of apps like 5, or a percentage from 1% to 100% like "10%" (quoted)';
   return 'give a Kubernetes quantity such as 500m or 128Mi';
 }
 
@@ -88,6 +89,7 @@ function schemaMessage(e: ErrorObject): string {
     case 'pattern':
       return `${at} does not match ${String(p.pattern)}; ${patternFix(at)}`;
     case 'oneOf':
+      if (/^rollout\./.test(at)) return `${at} must be a number or a percentage; ${patternFix(at)}`;
       return `${at} must be true, false or an object of the documented fields`;
     default:
       return `${at} ${e.message ?? 'is not valid'}`;
@@ -110,6 +112,16 @@ function overridesOf(raw: unknown): AppKindOverrides | undefined {
   };
   const set = Object.fromEntries(Object.entries(out).filter(([, v]) => v !== undefined));
   return Object.keys(set).length > 0 ? (set as AppKindOverrides) : undefined;
+}
+
+/** The rollout settings with `maxConcurrent` as the string the library types it as (a file may give a number). */
+function rolloutOf(raw: unknown): RolloutOptions | undefined {
+  if (raw === undefined || raw === null) return undefined;
+  const { maxConcurrent, progressDeadlineSeconds } = raw as { maxConcurrent?: number | string; progressDeadlineSeconds?: number };
+  return {
+    ...(maxConcurrent !== undefined ? { maxConcurrent: String(maxConcurrent) } : {}),
+    ...(progressDeadlineSeconds !== undefined ? { progressDeadlineSeconds } : {}),
+  };
 }
 
 /**
@@ -193,8 +205,9 @@ export function validateAppKind(raw: RawKind, where: string, names: Partial<Reco
   // None set: nothing to check (the schema requires none of them).
   const check = Object.keys(structured).length > 0 ? checkStructured() : undefined;
   if (check && !check(structured)) throw new ConfigError(`${where}: ${schemaMessage(firstError(check.errors!))}`);
-  const { overrides: rawOverrides, ...settings } = structured;
+  const { overrides: rawOverrides, rollout: rawRollout, ...settings } = structured;
   const overrides = overridesOf(rawOverrides);
+  const rollout = rolloutOf(rawRollout);
   const appKind: AppKind = {
     group,
     version,
@@ -211,6 +224,7 @@ export function validateAppKind(raw: RawKind, where: string, names: Partial<Reco
     ...(readOnlyRootFilesystem !== undefined ? { readOnlyRootFilesystem } : {}),
     ...settings,
     ...(overrides ? { overrides } : {}),
+    ...(rollout ? { rollout } : {}),
   };
   const versionsProblem = AppKindCrd.versionsProblemOf(appKind);
   if (versionsProblem) throw new ConfigError(`${where}: ${label('versions')} ${versionsProblem}`);

@@ -108,6 +108,11 @@ export class Informer<T extends KubernetesObject = KubernetesObject> {
     return [...this.store.values()];
   }
 
+  /** How many objects the cache holds (no copy, unlike list()). */
+  get size(): number {
+    return this.store.size;
+  }
+
   /** Objects found under `value` in the named index. */
   byIndex(index: string, value: string): T[] {
     const keys = this.indices.get(index)?.get(value);

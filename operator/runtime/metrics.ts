@@ -14,6 +14,18 @@ export interface KindResources {
   readonly resources: Iterable<{ readonly status?: { readonly conditions?: readonly { type: string; status: string }[] } }>;
 }
 
+/** A kind's rollout as the metrics count it (the reconciler's RolloutSummary). */
+export interface KindRolloutCounts {
+  readonly kind: string;
+  readonly summary: {
+    readonly updated: number;
+    readonly inFlight: number;
+    readonly waiting: number;
+    readonly failed: number;
+    readonly stopped?: string;
+  };
+}
+
 /** One series of appkind_resource_conditions: how many CRs of `kind` have condition `type` at `status`. */
 export interface ConditionCount {
   readonly kind: string;
@@ -139,6 +151,21 @@ export class OperatorMetrics {
     registers: [this.registry],
   });
 
+  /** What the rollout gauges show at each scrape (countRollouts); none until it is given. */
+  private rolloutsSource: () => Iterable<KindRolloutCounts> = () => [];
+  private readonly rolloutApps = new Gauge({
+    name: 'appkind_kind_rollout_apps',
+    help: "Apps of each served kind by where they stand in the rollout of the kind's current settings: updated (at the new pod template), in_flight, waiting, failed",
+    labelNames: ['kind', 'state'] as const,
+    registers: [this.registry],
+  });
+  private readonly rolloutStopped = new Gauge({
+    name: 'appkind_kind_rollout_stopped',
+    help: "1 when the rollout of a kind's current settings stopped at a failing wave (the kind's next change starts a new one), else 0",
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+
   /** @param opts.defaultMetrics process metrics (CPU, memory, event loop lag) @default true */
   constructor(opts: { defaultMetrics?: boolean } = {}) {
     if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
@@ -150,6 +177,11 @@ export class OperatorMetrics {
    */
   countResources(source: () => Iterable<KindResources>): void {
     this.resourcesSource = source;
+  }
+
+  /** Shows each kind's rollout at each scrape, from `source` (the reconciler's memory): per-kind gauges. */
+  countRollouts(source: () => Iterable<KindRolloutCounts>): void {
+    this.rolloutsSource = source;
   }
 
   /** Makes a controller's series exist at zero, so a rate() works before its first reconcile. */
@@ -215,6 +247,13 @@ export class OperatorMetrics {
     this.resourceConditions.reset();
     for (const [kind, n] of totals) this.resources.set({ kind }, n);
     for (const { kind, type, status, count } of conditions) this.resourceConditions.set({ kind, type, status }, count);
+    this.rolloutApps.reset();
+    this.rolloutStopped.reset();
+    for (const { kind, summary } of this.rolloutsSource()) {
+      const states = { updated: summary.updated, in_flight: summary.inFlight, waiting: summary.waiting, failed: summary.failed };
+      for (const [state, n] of Object.entries(states)) this.rolloutApps.set({ kind, state }, n);
+      this.rolloutStopped.set({ kind }, summary.stopped ? 1 : 0);
+    }
   }
 }
 

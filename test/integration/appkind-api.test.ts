@@ -10,10 +10,11 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { crdObjects, SAMPLE_KIND } from 'appkind-operator/kinds';
 import type { AppKindResource } from '../../operator/appkinds/types.js';
+import { CHILD_SELECTOR } from '../../operator/controller/reconcile.js';
 import { RestClient } from '../../operator/runtime/rest.js';
 import { applyManifests } from '../../tools/controlplane/apply.js';
 import { crObject, eventually, sharedCluster } from './cluster.js';
-import { OPERATOR_SA, OperatorProcess, operatorWritesSince, prepareOperatorNamespace } from './operator-process.js';
+import { installAppKindRights, OperatorProcess, operatorWritesSince, prepareOperatorNamespace } from './operator-process.js';
 
 const exec = promisify(execFile);
 const FIELD_MANAGER = 'kubectl-client-side-apply';
@@ -62,40 +63,9 @@ beforeAll(async () => {
   group = `${ns}.appkind-test.com`;
   const chart = new Chart(new App(), 'api');
   new AppKindApiCrd(chart, 'api');
-  const crb = {
-    apiVersion: 'rbac.authorization.k8s.io/v1',
-    kind: 'ClusterRoleBinding',
-    metadata: { name: `appkind-api-test-${ns}` },
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'appkind-operator-appkinds' },
-    subjects: [{ kind: 'ServiceAccount', name: OPERATOR_SA, namespace: ns }],
-  };
-  // The CRD writes a bundle with kindGroups grants (<name>-crds), in any group: this file's kinds span
-  // several, and the leash itself is crd-leash.test.ts's and appkind-in-cluster.test.ts's concern.
-  const crdRole = {
-    apiVersion: 'rbac.authorization.k8s.io/v1',
-    kind: 'ClusterRole',
-    metadata: { name: `appkind-api-test-crds-${ns}` },
-    rules: [
-      { apiGroups: ['apiextensions.k8s.io'], resources: ['customresourcedefinitions'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'update', 'delete'] },
-      { apiGroups: ['apiextensions.k8s.io'], resources: ['customresourcedefinitions/status'], verbs: ['get', 'patch', 'update'] },
-    ],
-  };
-  const crdRoleBinding = { ...crb, metadata: { name: `appkind-api-test-crds-${ns}` }, roleRef: { ...crb.roleRef, name: `appkind-api-test-crds-${ns}` } };
-  // The CRs of the kinds AppKinds declare here: the bundle grants only the kinds it was given.
-  const crRole = {
-    apiVersion: 'rbac.authorization.k8s.io/v1',
-    kind: 'Role',
-    metadata: { name: 'appkind-test-crs', namespace: ns },
-    rules: [{ apiGroups: [group, SAMPLE_KIND.group], resources: ['*'], verbs: ['get', 'list', 'watch', 'patch'] }],
-  };
-  const crRoleBinding = {
-    apiVersion: 'rbac.authorization.k8s.io/v1',
-    kind: 'RoleBinding',
-    metadata: { name: 'appkind-test-crs', namespace: ns },
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'appkind-test-crs' },
-    subjects: [{ kind: 'ServiceAccount', name: OPERATOR_SA, namespace: ns }],
-  };
-  await applyManifests(prepared.kc, [...(chart.toJson() as KubernetesObject[]), crb, crdRole, crdRoleBinding, crRole, crRoleBinding]);
+  // The operator makes CRDs for AppKinds in these groups (the leash), and reads and migrates their CRs.
+  await installAppKindRights(prepared.kc, [SAMPLE_KIND], ns, [group, SAMPLE_KIND.group]);
+  await applyManifests(prepared.kc, chart.toJson() as KubernetesObject[]);
   operator = await OperatorProcess.start(ns, {});
   await operator.waitForLog((l) => l.msg === 'appkind caches synced', 60_000);
 });
@@ -219,4 +189,139 @@ describe('an AppKind applied with kubectl', () => {
     await kubectl(undefined, 'delete', 'appkinds', gone, '--wait=true', '--timeout=60s');
     await eventually(`CRD ${gone} deleted`, async () => (await getCrd(gone)) === undefined);
   });
+});
+
+describe('versions of an AppKind: its kind moved from v1alpha1 to v1 with kubectl apply', () => {
+  const CRS = 20;
+  const name = () => `movers.${group}`;
+  const mover = (): AppKind => ({ group, version: 'v1alpha1', kind: 'Mover', plural: 'movers', image: 'takeyan/flask:0.0.3', port: 5000, appName: 'mover' });
+  /** The AppKind's spec: ClusterIP (no NodePort per CR), and an override that puts spec.env into the CRs' schema. */
+  const spec = (extra: Record<string, unknown> = {}) => ({ kind: 'Mover', plural: 'movers', appName: 'mover', serviceType: 'ClusterIP', overrides: { env: {} }, ...extra });
+  const both = { version: 'v1', versions: [{ name: 'v1alpha1', served: true }, { name: 'v1', served: true, storage: true }] };
+  const v1Only = { version: 'v1', versions: [{ name: 'v1', served: true, storage: true }] };
+  const crName = (i: number) => `mv-${String(i).padStart(2, '0')}`;
+  type Cr = KubernetesObject & { spec?: { size?: number }; status?: { observedGeneration?: number; conditions?: { type: string; status: string }[] } };
+  const listCrs = async (version: string) => (await rest.list<Cr>(`${group}/${version}`, 'Mover', ns)).items;
+  const deployments = async () =>
+    new Map((await rest.list<V1Deployment & KubernetesObject>('apps/v1', 'Deployment', ns, CHILD_SELECTOR)).items
+      .filter((d) => d.metadata!.name!.startsWith('mv-'))
+      .map((d) => [d.metadata!.name!, { generation: d.metadata!.generation, owner: d.metadata!.ownerReferences?.[0]?.apiVersion }]));
+  const replicaSets = async () =>
+    (await rest.list<KubernetesObject>('apps/v1', 'ReplicaSet', ns, CHILD_SELECTOR)).items.map((r) => r.metadata!.name!).filter((n) => n.startsWith('mv-')).sort();
+  const created = new Map<string, { generation?: number; spec: unknown }>();
+  let generations: Map<string, number | undefined>;
+  let replicaSetsBefore: string[];
+
+  test(`${CRS} CRs written at v1alpha1 converge`, async () => {
+    await kubectlApply(appKind(name(), spec()));
+    await readyOf(name(), 'True', 'Serving');
+    for (let i = 0; i < CRS; i++) await rest.apply(crObject(mover(), ns, crName(i), { size: i % 10 === 0 ? 1 : 0 }), FIELD_MANAGER);
+    await eventually('every CR Ready at its generation', async () => {
+      const crs = await listCrs('v1alpha1');
+      return crs.length === CRS && crs.every((cr) => cr.status?.observedGeneration === cr.metadata?.generation && cr.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True');
+    }, 120_000);
+    for (const cr of await listCrs('v1alpha1')) created.set(cr.metadata!.name!, { generation: cr.metadata!.generation, spec: cr.spec });
+    generations = new Map([...(await deployments())].map(([n, d]) => [n, d.generation]));
+    expect(generations.size).toBe(CRS);
+    replicaSetsBefore = await replicaSets();
+    expect((await getCrd(name()))!.status?.storedVersions).toEqual(['v1alpha1']);
+  }, 180_000);
+
+  test('retiring v1alpha1 at once, while status.storedVersions holds it, is Ready=False VersionStillStored and applies nothing', async () => {
+    const before = (await getCrd(name()))!;
+    await kubectlApply(appKind(name(), spec(v1Only)));
+    const ak = await readyOf(name(), 'False', 'VersionStillStored');
+    expect(ready(ak)!.message).toBe(
+      `AppKind ${name()}: versions: cannot remove v1alpha1 while CRD ${name()} has it in status.storedVersions (CRs may be stored at it); keep it listed and served until the storage migration to v1 has finished (status.storedVersions [v1]), then retire v1alpha1 (still serving Mover.${group}/v1alpha1 as before)`,
+    );
+    expect((await getCrd(name()))!.metadata?.resourceVersion).toBe(before.metadata?.resourceVersion);
+    expect(await kubectl(undefined, 'describe', 'appkinds', name())).toMatch(/Warning\s+VersionStillStored/);
+  });
+
+  test('v1 added as the storage version: status.migration reaches the total, storedVersions [v1]; every CR keeps its spec and generation; no Deployment rolls', async () => {
+    const since = new Date().toISOString();
+    await kubectlApply(appKind(name(), spec(both)));
+    let last: AppKindResource | undefined;
+    await eventually(`AppKind ${name()} reports the migration done (last: ${JSON.stringify(last?.status)})`, async () => {
+      last = await getAppKind(name());
+      return last?.status?.observedGeneration === last?.metadata?.generation && ready(last)?.status === 'True' && last?.status?.storedVersions?.join() === 'v1';
+    }, 120_000);
+    expect(last!.status).toMatchObject({ servedVersions: ['v1alpha1', 'v1'], storageVersion: 'v1', storedVersions: ['v1'], migration: { version: 'v1', migrated: CRS, total: CRS } });
+    expect(ready(last)!.message).toContain('every CR is stored at v1 (status.storedVersions [v1]): v1alpha1 may be retired');
+    expect(ready(last)!.message).toContain("once kube-controller-manager's garbage collector has moved its watches off them");
+    expect((await getCrd(name()))!.status?.storedVersions).toEqual(['v1']);
+    // As docs/configuration.md shows it.
+    expect(await kubectl(undefined, 'get', 'appkinds', name(), '-o', 'jsonpath={.status.migration}{" "}{.status.storedVersions}{"\\n"}'))
+      .toBe(`{"migrated":${CRS},"total":${CRS},"version":"v1"} ["v1"]\n`);
+    expect(operator.logs.filter((l) => l.msg === 'storage migration finished' && l.crd === name())).toEqual([
+      expect.objectContaining({ version: 'v1', migrated: CRS, total: CRS }),
+    ]);
+    // Progress is written now and then, not per CR.
+    const statusWrites = (await operatorWritesSince(ns, since)).filter((w) => w.includes(`/appkinds/${name()}/status`));
+    expect(statusWrites.length).toBeGreaterThan(0);
+    expect(statusWrites.length).toBeLessThan(CRS);
+
+    const crs = await listCrs('v1');
+    expect(crs.length).toBe(CRS);
+    for (const cr of crs) expect([cr.metadata!.name, cr.metadata!.generation, cr.spec]).toEqual([cr.metadata!.name, created.get(cr.metadata!.name!)?.generation, created.get(cr.metadata!.name!)?.spec]);
+    // The kind is read at v1 now: the children's owner references move to it, metadata only.
+    await eventually('every Deployment names its owner at v1', async () => [...(await deployments()).values()].every((d) => d.owner === `${group}/v1`));
+    expect(new Map([...(await deployments())].map(([n, d]) => [n, d.generation]))).toEqual(generations);
+    expect(await replicaSets()).toEqual(replicaSetsBefore);
+
+    const [header, row] = (await kubectl(undefined, 'get', 'appkinds', name())).trim().split('\n').map((l) => l.trim().split(/\s+/));
+    expect(header!.slice(0, 6)).toEqual(['NAME', 'READY', 'CRD', 'SERVED', 'STORAGE', 'CRS']);
+    expect(row!.slice(0, 6)).toEqual([name(), 'True', name(), '["v1alpha1","v1"]', 'v1', String(CRS)]);
+  }, 180_000);
+
+  test('an edit that takes a field CRs may hold out of their schema is Ready=False FieldRemoved, naming the field and the setting that keeps it', async () => {
+    const before = (await getCrd(name()))!;
+    await kubectlApply(appKind(name(), { ...spec(both), overrides: undefined }));
+    const ak = await readyOf(name(), 'False', 'FieldRemoved');
+    expect(ready(ak)!.message).toContain(`spec.env would be removed from CRD ${name()} while CRs may hold it (the API server would drop it from them); keep overrides.env`);
+    expect((await getCrd(name()))!.metadata?.resourceVersion).toBe(before.metadata?.resourceVersion);
+  });
+
+  test('retiring v1alpha1 after the migration is accepted: the CRD serves v1 alone; every CR is still there, no Deployment rolled', async () => {
+    await kubectlApply(appKind(name(), spec(v1Only)));
+    const ak = await readyOf(name(), 'True', 'Serving');
+    expect(ak.status).toMatchObject({ servedVersions: ['v1'], storageVersion: 'v1', storedVersions: ['v1'] });
+    expect(ready(ak)!.message).toBe(`serving Mover.${group}/v1 from CRD ${name()}`);
+    expect((await getCrd(name()))!.spec.versions.map((v) => [v.name, v.served, v.storage])).toEqual([['v1', true, true]]);
+    const crs = await listCrs('v1');
+    expect(crs.map((cr) => [cr.metadata!.name, cr.metadata!.generation, cr.spec]).sort()).toEqual(
+      [...created].map(([n, c]) => [n, c.generation, c.spec]).sort(),
+    );
+    expect(new Map([...(await deployments())].map(([n, d]) => [n, d.generation]))).toEqual(generations);
+    expect(await replicaSets()).toEqual(replicaSetsBefore);
+    const row = (await kubectl(undefined, 'get', 'appkinds', name())).trim().split('\n')[1]!.trim().split(/\s+/);
+    expect(row.slice(3, 5)).toEqual(['["v1"]', 'v1']);
+  });
+
+  test('a migration the API server refuses (no update on the CRs) is Ready=False StorageMigrationFailed naming the CR; once granted, it is tried again and finishes', async () => {
+    const roGroup = `ro-${ns}.example.com`;
+    const frozen: AppKind = { group: roGroup, version: 'v1alpha1', kind: 'Frozen', plural: 'frozens', image: 'takeyan/flask:0.0.3', port: 5000, appName: 'frozen' };
+    const akName = AppKindCrd.nameOf(frozen);
+    const akSpec = { group: roGroup, kind: 'Frozen', plural: 'frozens', appName: 'frozen', serviceType: 'ClusterIP', deletionPolicy: 'Delete' };
+    // The kind's CRs readable, not writable: what a migration needs missing (the -crds rules still cover its CRD).
+    const rights = (verbs: string[]) => [
+      { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: `${ns}-frozens` }, rules: [{ apiGroups: [roGroup], resources: ['frozens'], verbs }, { apiGroups: [roGroup], resources: ['frozens/status'], verbs: ['patch'] }] },
+      { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: `${ns}-frozens` }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: `${ns}-frozens` }, subjects: [{ kind: 'ServiceAccount', name: 'appkind-operator', namespace: ns }] },
+    ];
+    await applyManifests(sharedCluster().kubeConfig, rights(['get', 'list', 'watch']));
+    await kubectlApply(appKind(akName, akSpec));
+    await readyOf(akName, 'True', 'Serving');
+    await rest.apply(crObject(frozen, ns, 'frozen-1', { size: 0 }), FIELD_MANAGER);
+
+    await kubectlApply(appKind(akName, { ...akSpec, ...both }));
+    const failed = await readyOf(akName, 'False', 'StorageMigrationFailed');
+    expect(ready(failed)!.message).toContain(`serving Frozen.${roGroup}/v1 from CRD ${akName}, but moving its stored CRs to v1 failed`);
+    expect(ready(failed)!.message).toContain(`Frozen ${ns}/frozen-1 not written back at ${roGroup}/v1`);
+    expect(failed.status?.storedVersions).toEqual(['v1alpha1', 'v1']);
+
+    await applyManifests(sharedCluster().kubeConfig, rights(['get', 'list', 'watch', 'update']));
+    const done = await readyOf(akName, 'True', 'Serving');
+    expect(done.status).toMatchObject({ storedVersions: ['v1'], migration: { version: 'v1', migrated: 1, total: 1 } });
+    await kubectl(undefined, 'delete', 'appkinds', akName, '--wait=true', '--timeout=60s');
+  }, 150_000);
 });

@@ -204,14 +204,16 @@ afterAll(async () => {
 
 describe('the install bundle from cdk8s synth', () => {
   test('is accepted by a server-side dry run (dryRun=All) of every object, and the dry run persists nothing', async () => {
-    // Two CRDs: the kind's and the AppKind API's. Seven ClusterRoles: the operator's, its CRD rules' (read
-    // only: no kindGroups), its AppKinds', its metrics reviews' (tokenreviews, subjectaccessreviews), the
-    // scrapers' metrics-reader, and the kind's -view and -edit for CR authors; four ValidatingAdmissionPolicies with their bindings (what the operator's identity
-    // may write: its Deployments, its Services, its PodDisruptionBudgets and NetworkPolicies, its CRDs,
-    // none without kindGroups); the metrics Service and the NetworkPolicy admitting only its port.
+    // Seven ClusterRoles: the operator's, its CRD rules' (read only: no kindGroups), its AppKinds', its
+    // metrics reviews' (tokenreviews, subjectaccessreviews), the scrapers' metrics-reader, and the kind's
+    // -view and -edit for CR authors; two CRDs (the kind's and the AppKind API's); four
+    // ValidatingAdmissionPolicies with their bindings (what the operator's identity may write: its
+    // Deployments, its Services, its PodDisruptionBudgets and NetworkPolicies, its CRDs, none without
+    // kindGroups); the metrics Service and the NetworkPolicy admitting only its port.
     expect(bundle.map((o) => o.kind).sort()).toEqual([
       'ClusterRole', 'ClusterRole', 'ClusterRole', 'ClusterRole', 'ClusterRole', 'ClusterRole', 'ClusterRole',
-      'ClusterRoleBinding', 'ClusterRoleBinding', 'ClusterRoleBinding', 'ClusterRoleBinding', 'ConfigMap', 'CustomResourceDefinition', 'CustomResourceDefinition',
+      'ClusterRoleBinding', 'ClusterRoleBinding', 'ClusterRoleBinding', 'ClusterRoleBinding', 'ConfigMap',
+      'CustomResourceDefinition', 'CustomResourceDefinition',
       'Deployment', 'Namespace', 'NetworkPolicy', 'Role', 'RoleBinding', 'Service', 'ServiceAccount',
       'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicy',
       'ValidatingAdmissionPolicyBinding', 'ValidatingAdmissionPolicyBinding', 'ValidatingAdmissionPolicyBinding', 'ValidatingAdmissionPolicyBinding',

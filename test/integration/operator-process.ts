@@ -75,6 +75,34 @@ export async function installOperatorBundle(kc: KubeConfig, kinds: AppKind[], na
   await applyManifests(kc, (chart.toJson() as KubernetesObject[]).filter((o) => o.kind !== 'Deployment'));
 }
 
+/**
+ * The rights of a cluster-wide install whose AppKinds may declare kinds in `kindGroups`, for the
+ * operator of `namespace` (it still watches that namespace alone): CRDs in those groups, AppKinds, and
+ * the groups' CRs in every namespace (a storage migration lists and writes back all of them). The
+ * bundle's ClusterRoles are copied under names of the namespace and bound to its ServiceAccount, since
+ * the bundle's own names are shared by every test file on the cluster.
+ */
+export async function installAppKindRights(kc: KubeConfig, kinds: AppKind[], namespace: string, kindGroups: string[]): Promise<void> {
+  const chart = new Chart(new App(), 'bundle');
+  new OperatorBundle(chart, 'op', { kinds, namespace, createNamespace: false, crds: false, admissionPolicy: false, kindGroups });
+  const objects = chart.toJson() as (KubernetesObject & { roleRef?: { name: string } })[];
+  const bound = new Set(objects.filter((o) => o.kind === 'ClusterRoleBinding').map((b) => b.roleRef!.name));
+  const copies = objects.filter((o) => o.kind === 'ClusterRole' && bound.has(o.metadata!.name!)).flatMap((role) => {
+    const name = `${namespace}-${role.metadata!.name!}`;
+    return [
+      { ...role, metadata: { ...role.metadata, name } },
+      {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'ClusterRoleBinding',
+        metadata: { name },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
+        subjects: [{ kind: 'ServiceAccount', name: OPERATOR_SA, namespace }],
+      },
+    ];
+  });
+  await applyManifests(kc, copies);
+}
+
 /** The admin's clients and a namespace an operator may serve. */
 export interface OperatorNamespace {
   readonly kc: KubeConfig;

@@ -15,7 +15,6 @@ describe('planCrd', () => {
     expect(plan.crd.metadata?.name).toBe('echoflasks.swallowlab.com');
     expect(plan.crd.spec.names.kind).toBe('EchoFlask');
     expect(plan.crd.metadata?.labels).toEqual({ 'appkind.io/appkind': 'echoflasks.swallowlab.com', 'app.kubernetes.io/managed-by': 'appkind-operator' });
-    expect(plan.migration).toBeUndefined();
   });
 
   test('the hash is the same for the same kind and differs for another setting or another AppKind', () => {

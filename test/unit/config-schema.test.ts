@@ -30,6 +30,7 @@ describe('schema/appkinds.schema.json (what an editor checks)', () => {
       serviceAccountName: 'sa', automountServiceAccountToken: true, serviceType: 'ClusterIP', overrides: { args: true },
       runAsGroup: 1000, portName: 'tcp-a', appProtocol: 'tcp', imagePullPolicy: 'Always', podDisruptionBudget: { minAvailable: '50%' },
       networkPolicy: { from: [{ podSelector: { matchLabels: { a: 'b' } } }] }, topologySpreadConstraints: [{ topologyKey: 'zone' }], podAntiAffinity: {},
+      rollout: { maxConcurrent: 5, progressDeadlineSeconds: 60 },
       versions: [{ name: 'v1', storage: true }, { name: 'v1beta1', served: false }],
     };
     expect(Object.keys(everything).sort()).toEqual(Object.keys(KIND_PROPERTIES).sort());
@@ -45,6 +46,8 @@ describe('schema/appkinds.schema.json (what an editor checks)', () => {
     ['a mount without a path', { ...kind, volumeMounts: [{ name: 'v' }] }],
     ['an unknown override', { ...kind, overrides: { securityContext: true } }],
     ['a bad service type', { ...kind, serviceType: 'LoadBalancer' }],
+    ['a maxConcurrent of 0', { ...kind, rollout: { maxConcurrent: 0 } }],
+    ['a maxConcurrent over 100%', { ...kind, rollout: { maxConcurrent: '150%' } }],
     ['a version without a name', { ...kind, versions: [{ served: true, storage: true }] }],
     ['a version name that is not a Kubernetes version', { ...kind, versions: [{ name: 'one', storage: true }] }],
     ['a missing port', { group: 'a.example.com', version: 'v1', kind: 'A', image: 'a:1' }],

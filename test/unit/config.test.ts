@@ -113,6 +113,17 @@ describe('kind configuration', () => {
     expect(() => loadAppKinds({ APPKIND_KINDS: '{not json' })).toThrow(/APPKIND_KINDS: not valid JSON/);
   });
 
+  test('rollout: maxConcurrent as a number or a quoted percentage (kept as a string), a deadline in seconds; mistakes name the setting and the fix', () => {
+    const file = writeTemp('waves.yaml', 'kinds:\n  - {group: a.example.com, version: v1, kind: A, image: "a:1", port: 80, rollout: {maxConcurrent: 5, progressDeadlineSeconds: 60}}\n  - {group: a.example.com, version: v1, kind: B, image: "b:1", port: 80, rollout: {maxConcurrent: "25%"}}\n');
+    const [a, b] = kindsFromFile(file);
+    expect(a!.rollout).toEqual({ maxConcurrent: '5', progressDeadlineSeconds: 60 });
+    expect(b!.rollout).toEqual({ maxConcurrent: '25%' });
+    const zero = writeTemp('zero.yaml', 'kinds:\n  - {group: a.example.com, version: v1, kind: A, image: "a:1", port: 80, rollout: {maxConcurrent: "0%"}}\n');
+    expect(() => kindsFromFile(zero)).toThrow(/kinds\[0\]: rollout.maxConcurrent does not match .*; give a number of apps like 5, or a percentage from 1% to 100% like "10%" \(quoted\)/);
+    const word = writeTemp('word.yaml', 'kinds:\n  - {group: a.example.com, version: v1, kind: A, image: "a:1", port: 80, rollout: {maxConcurrent: true}}\n');
+    expect(() => kindsFromFile(word)).toThrow(/kinds\[0\]: rollout.maxConcurrent must be a number or a percentage; give a number of apps like 5/);
+  });
+
   test('a setting the operator does not know is refused with the key and the file, never dropped', () => {
     const file = writeTemp('typo.yaml', 'kinds:\n  - {group: a.example.com, version: v1, kind: A, image: "a:1", port: 80, argz: ["-v"]}\n');
     expect(() => kindsFromFile(file)).toThrow(ConfigError);

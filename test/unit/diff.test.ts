@@ -1,5 +1,5 @@
 import { describe, expect, test } from '@jest/globals';
-import { appliedFieldsOf, drift, firstReleased, isSubset } from '../../operator/controller/diff.js';
+import { appliedFieldsOf, drift, firstReleased, isSubset, withOmittedZeros } from '../../operator/controller/diff.js';
 import { withOwnManagedFields } from '../../operator/runtime/cache.js';
 
 const desired = {
@@ -95,5 +95,15 @@ describe('firstReleased (fields we own that render() stopped giving)', () => {
     ] } };
     expect(withOwnManagedFields('appkind-operator')(obj).metadata.managedFields).toEqual([{ manager: 'appkind-operator', operation: 'Apply', fieldsV1: owned }]);
     expect(withOwnManagedFields('other')(obj).metadata.managedFields).toBeUndefined();
+  });
+});
+
+describe('withOmittedZeros', () => {
+  test("the live value, with the zero values the desired sets that the server omitted; the desired's other values never", () => {
+    const desired = { spec: { hostNetwork: false, containers: [{ name: 'a', image: 'new:2' }], readinessProbe: { tcpSocket: { port: 80 } } } };
+    const live = { spec: { containers: [{ name: 'a', image: 'old:1', terminationMessagePath: '/dev/termination-log' }], dnsPolicy: 'ClusterFirst' } };
+    expect(withOmittedZeros(desired, live)).toEqual({
+      spec: { hostNetwork: false, containers: [{ name: 'a', image: 'old:1', terminationMessagePath: '/dev/termination-log' }], dnsPolicy: 'ClusterFirst' },
+    });
   });
 });

@@ -7,6 +7,7 @@ import { SAMPLE_KIND } from 'appkind-operator/kinds';
 import { render } from '../../operator/kinds/render.js';
 import { CachedResource, Reconciler, ReconcileError, ReconcilerDeps } from '../../operator/controller/reconcile.js';
 import { OwnStatusWrites } from '../../operator/controller/own-status-writes.js';
+import { KindWaves } from '../../operator/controller/waves.js';
 import { CacheReader, OWNER_INDEX, ownerIndex } from '../../operator/runtime/cache.js';
 import { createLogger } from '../../operator/runtime/log.js';
 import { KubeClient } from '../../operator/runtime/rest.js';
@@ -109,7 +110,7 @@ describe('Reconciler', () => {
   });
 
   /** A Reconciler over this test's caches and client; `deps` gives what differs. */
-  const reconcilerWith = (deps: Pick<ReconcilerDeps, 'events' | 'log' | 'memory'>) =>
+  const reconcilerWith = (deps: Pick<ReconcilerDeps, 'events' | 'log' | 'memory'> & Partial<Pick<ReconcilerDeps, 'kinds'>>) =>
     new Reconciler({
       kinds: new Map([[SAMPLE_KIND.kind, SAMPLE_KIND]]),
       crs: new Map([[SAMPLE_KIND.kind, crs]]),
@@ -177,6 +178,58 @@ describe('Reconciler', () => {
     expect(events).toEqual([{ reason: 'NameConflict', message: expect.stringContaining('Deployment ns/example-deployment already exists') }]);
     const status = client.calls.find((c) => c.verb === 'patchStatus')!.body as { conditions: Array<{ type: string; status: string; reason: string }> };
     expect(status.conditions.find((c) => c.type === 'Degraded')).toMatchObject({ status: 'True', reason: 'NameConflict' });
+  });
+
+  /**
+   * The sample kind's image changed (one app at a time) while the CR's app of size 2 runs the old one,
+   * and another app of the kind has the one turn.
+   */
+  function kindImageChanged() {
+    const v2 = { ...SAMPLE_KIND, image: 'takeyan/flask:0.0.4', rollout: { maxConcurrent: '1' } };
+    const woken: string[] = [];
+    const waves = new KindWaves({ total: () => 2, wake: (keys) => woken.push(...keys) });
+    waves.kindChanged(SAMPLE_KIND, v2);
+    const waved = reconcilerWith({
+      kinds: new Map([[v2.kind, v2]]),
+      events: { record: async () => undefined },
+      log: createLogger('warn', { write: () => undefined }),
+      memory: { waves },
+    });
+    for (const obj of render(SAMPLE_KIND, cr(2))) (obj.kind === 'Deployment' ? deployments : services).put(liveChild(obj) as never);
+    const other = refKey({ kind: 'EchoFlask', namespace: 'ns', name: 'other' });
+    expect(waves.turn(v2, other)).toBe('roll');
+    return { v2, woken, waves, waved, other };
+  }
+
+  test("a kind's image change: an app without a turn keeps its pod template, its scale change applied, and says it waits; in its turn it rolls", async () => {
+    const { v2, woken, waves, waved, other } = kindImageChanged();
+    crs.put(cr(3));
+    await waved.reconcile(key);
+    const held = client.calls.find((c) => c.verb === 'apply')!.body as V1Deployment;
+    expect(held.spec?.replicas).toBe(3);
+    expect(held.spec?.template.spec?.containers[0]?.image).toBe(SAMPLE_KIND.image);
+    const status = client.calls.find((c) => c.verb === 'patchStatus')!.body as { conditions: Array<{ type: string; status: string; reason: string }> };
+    expect(status.conditions.find((c) => c.type === 'Progressing')).toMatchObject({ status: 'True', reason: 'WaitingForKindRollout' });
+    expect(waves.summary(v2)).toMatchObject({ inFlight: 1, waiting: 1 });
+
+    waves.observe(v2, other, { atTarget: true, ready: true });
+    expect(woken).toEqual([key]);
+    client.calls.length = 0;
+    await waved.reconcile(key);
+    const rolled = client.calls.find((c) => c.verb === 'apply')!.body as V1Deployment;
+    expect(rolled.spec?.template.spec?.containers[0]?.image).toBe(v2.image);
+    expect(waves.summary(v2)).toMatchObject({ inFlight: 1, waiting: 0, updated: 1 });
+  });
+
+  test("a CR's own edit of its pod template goes at once, its kind's change with it, even with no turn free", async () => {
+    const { v2, waves, waved } = kindImageChanged();
+    // Generation 2, its port edited; the status is of generation 1.
+    const edited = cr(2, { observedGeneration: 1, conditions: [] });
+    crs.put({ ...edited, metadata: { ...edited.metadata, generation: 2 }, spec: { size: 2, port: 5001 } });
+    await waved.reconcile(key);
+    const applied = client.calls.find((c) => c.verb === 'apply' && c.object.startsWith('Deployment'))!.body as V1Deployment;
+    expect(applied.spec?.template.spec?.containers[0]).toMatchObject({ image: v2.image, ports: [expect.objectContaining({ containerPort: 5001 })] });
+    expect(waves.summary(v2)).toMatchObject({ inFlight: 1, waiting: 0 });
   });
 
   test('the objects blocking a CR are told to the conflict tracker at each reconcile, none once it is not blocked', async () => {
