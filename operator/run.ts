@@ -127,6 +127,7 @@ async function run(settings: OperatorSettings, log: Logger): Promise<void> {
     fieldManager: settings.fieldManager,
     managedBy: settings.leaseName,
     staleMs: settings.watchStaleSeconds * 1000,
+    kindGroups: settings.kindGroups,
   });
   manager.whenWorkersStart(() => appKinds.startWorkers());
   manager.onRolloutStopped((kind, reason) => appKinds.rolloutStopped(kind, reason));

@@ -151,7 +151,7 @@ function common(resources: { group: string; plural: string }[], username: string
  * rules of its AppKind, read as a param: each AppKind is judged in turn and only the one whose group and
  * kind are the owner's constrains. The image and the Service type; the policy `<name>-appkind-children`.
  */
-function appKindChildPolicy(scope: Construct, name: string, labels: Record<string, string>, username: string, kindGroups: string[]): ApiObject[] {
+function appKindChildPolicy(scope: Construct, name: string, labels: Record<string, string>, username: string, kinds: AppKind[], kindGroups: string[]): ApiObject[] {
   // Optional field access throughout: one malformed AppKind must not fail (and so refuse) every other kind's children.
   const ofOwner = (check: string) =>
     `!(params.?spec.?group.orValue('') == variables.ownerGroup && params.?spec.?kind.orValue('') == variables.controllers[0].kind) || (${check})`;
@@ -176,7 +176,8 @@ function appKindChildPolicy(scope: Construct, name: string, labels: Record<strin
         { name: 'operator-service-account', expression: `request.userInfo.username == ${str(username)}` },
         {
           name: 'owned-by-an-appkind-kind',
-          expression: `object.metadata.?ownerReferences.orValue([]).filter(r, r.?controller.orValue(false)).exists_one(r, r.apiVersion.split('/')[0] in ${list(kindGroups)})`,
+          // A kind the install serves from its kinds file may share a group with AppKinds; its own rules judge its children.
+          expression: `object.metadata.?ownerReferences.orValue([]).filter(r, r.?controller.orValue(false)).exists_one(r, r.apiVersion.split('/')[0] in ${list(kindGroups)} && !((r.apiVersion + ', Kind=' + r.kind) in ${list(kinds.map(kindKey))}))`,
         },
       ],
       variables: ownerVariables(kindGroups),
@@ -193,8 +194,9 @@ function appKindChildPolicy(scope: Construct, name: string, labels: Record<strin
         },
       ],
     },
-    // A child of a kind in kindGroups with no AppKind at all is no app the operator serves.
-    { paramRef: { selector: {}, parameterNotFoundAction: 'Deny' } },
+    // Allow: with no AppKind, Deny refuses every Deployment and Service write in the cluster (the API
+    // server looks up params before it evaluates matchConditions), the install's own kinds' and admins' too.
+    { paramRef: { selector: {}, parameterNotFoundAction: 'Allow' } },
   );
 }
 
@@ -262,6 +264,6 @@ export function addChildAdmissionPolicies(
     variables: ownerVariables(kindGroups),
     validations: [ownerRule],
   });
-  const appKindChildren = kindGroups.length === 0 ? [] : appKindChildPolicy(scope, name, labels, username, kindGroups);
+  const appKindChildren = kindGroups.length === 0 ? [] : appKindChildPolicy(scope, name, labels, username, kinds, kindGroups);
   return [...deployments, ...services, ...others, ...appKindChildren];
 }

@@ -100,8 +100,8 @@ function crdDeletionPolicy(scope: Construct, name: string, labels: Record<string
       validations: [
         {
           expression: `${label} != params.metadata.name`,
-          message: `this CRD serves an AppKind that exists: deleting it would delete every CR of the kind and the apps they own. Delete the AppKind instead (kubectl delete appkind <name>, with spec.deletionPolicy Delete to remove the CRD and its CRs)`,
-          messageExpression: `'CRD ' + oldObject.metadata.name + ' serves AppKind ' + params.metadata.name + ': deleting it would delete every CR of the kind and the apps they own. Delete the AppKind instead (kubectl delete appkind ' + params.metadata.name + ', with spec.deletionPolicy Delete to remove the CRD and its CRs)'`,
+          message: `this CRD serves an AppKind that exists: deleting it would delete every CR of the kind and the apps they own. Delete the AppKind instead (kubectl delete appkinds <name>, with spec.deletionPolicy Delete to remove the CRD and its CRs)`,
+          messageExpression: `'CRD ' + oldObject.metadata.name + ' serves AppKind ' + params.metadata.name + ': deleting it would delete every CR of the kind and the apps they own. Delete the AppKind instead (kubectl delete appkinds ' + params.metadata.name + ', with spec.deletionPolicy Delete to remove the CRD and its CRs)'`,
         },
       ],
     },

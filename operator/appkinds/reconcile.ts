@@ -67,6 +67,8 @@ export interface AppKindReconcilerDeps {
   readonly managedBy: string;
   /** Decides the CRD to apply. */
   readonly planner?: CrdPlanner;
+  /** The API groups the install allows AppKinds (APPKIND_KIND_GROUPS), named when the API server refuses a CRD. */
+  readonly kindGroups?: readonly string[];
   /** Runs storage migrations of the CRDs beside the reconciles; without it, none runs. */
   readonly migrations?: Pick<StorageMigrations, 'ensure' | 'state' | 'stop'>;
   /** The rollout of a served kind's settings to its apps (Manager.rolloutSummary); without it, status shows none. */
@@ -227,7 +229,7 @@ export class AppKindReconciler {
         await this.refuse(
           ak,
           AppKindReason.CRD_APPLY_FAILED,
-          `AppKind ${name}: the API server refused its CRD ${crdName}: ${f.message}${this.stillServing(name)}`,
+          `AppKind ${name}: the API server refused its CRD ${crdName}: ${f.message}${f.code === 403 ? this.groupHint(kind.group, f.message) : ''}${this.stillServing(name)}`,
           log,
         );
         throw e;
@@ -416,6 +418,17 @@ export class AppKindReconciler {
       storageVersion: versions.find((v) => v.storage)?.name,
       storedVersions: crd?.status?.storedVersions,
     };
+  }
+
+  /**
+   * For a CRD write refused as forbidden: what to change when `group` is not one the install allows.
+   * RBAC's refusal (no kindGroups at all) names no setting; the -crds policy's names it already.
+   */
+  private groupHint(group: string, refusal: string): string {
+    const allowed = this.deps.kindGroups;
+    if (!allowed || allowed.includes(group) || refusal.includes('kindGroups')) return '';
+    const now = allowed.length ? `kindGroups is ${allowed.join(', ')}` : 'kindGroups is empty, so the operator may make no CRD';
+    return `; the install does not allow AppKinds the API group ${group} (${now}): add ${group} to kindGroups (OperatorBundle kindGroups, Helm value kindGroups, APPKIND_KIND_GROUPS for npx cdk8s synth and npm run release) and apply the install again, or give spec.group one of the allowed groups`;
   }
 
   /** " (still serving X)" when an earlier spec of this AppKind is served, for a refusal's message. */

@@ -41,6 +41,8 @@ export interface AppKindSourceOptions {
    */
   readonly resyncMs?: number;
   readonly planner?: CrdPlanner;
+  /** The API groups the install allows AppKinds (APPKIND_KIND_GROUPS), named when the API server refuses a CRD. */
+  readonly kindGroups?: readonly string[];
 }
 
 /**
@@ -98,6 +100,7 @@ export class AppKindSource {
       fieldManager,
       managedBy: opts.managedBy,
       planner: opts.planner,
+      kindGroups: opts.kindGroups,
       migrations: this.migrations,
     });
     this.queue = new WorkQueue((name) => this.reconciler.reconcile(name, log.child({ appkind: name })), { workers: 1, maxDelayMs: 60_000 });

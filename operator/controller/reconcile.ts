@@ -484,14 +484,18 @@ export class Reconciler {
     // (Degraded NameConflict) must not lend the CR its replicas or NodePort.
     const controlled = <T extends KubernetesObject>(obj: T | undefined): T | undefined =>
       obj && controllerOf(obj)?.uid === cr.metadata.uid ? obj : undefined;
-    const deployment = controlled((fresh.get('Deployment') as V1Deployment | undefined) ?? this.deps.deployments.get(ns, names.deployment));
+    // What this reconcile wrote, else the cache, or what an earlier reconcile wrote that the cache does
+    // not show yet (a Service created a moment ago already holds its NodePort).
+    const child = <T extends KubernetesObject>(kind: string, name: string, cache: CacheReader<T>): T | undefined =>
+      (fresh.get(kind) as T | undefined) ?? (this.expectations.resolve(kind, ns, name, cache.get(ns, name)) as T | undefined);
+    const deployment = controlled(child<V1Deployment>('Deployment', names.deployment, this.deps.deployments));
     const status = computeStatus({
       size: props.replicas ?? 1,
       generation: cr.metadata.generation,
       // The same labels the construct gives the children.
       selectorLabels: ContainerApp.selectorLabelsOf(props.name!, props.appName!),
       deployment,
-      service: controlled((fresh.get('Service') as V1Service | undefined) ?? this.deps.services.get(ns, names.service)),
+      service: controlled(child<V1Service>('Service', names.service, this.deps.services)),
       pods: this.podsOf(deployment),
       failure,
       previous: cr.status,

@@ -3,8 +3,7 @@
 // operator read.
 import { AppKind, AppKindApiCrd } from 'cdk8s-appkind';
 import { parseAllDocuments } from 'yaml';
-import { ConfigError, validateAppKind } from './validate.js';
-import { kindsFromDocument } from './sources.js';
+import { ConfigError, kindsFromDocument, validateAppKind } from './validate.js';
 import { KIND_PROPERTIES } from './schema.js';
 
 type AppKindDocument = { apiVersion?: unknown; kind?: unknown; metadata?: { name?: unknown }; spec?: Record<string, unknown> };

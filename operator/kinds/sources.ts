@@ -2,9 +2,9 @@
 // variables, else the sample kind; each kind goes through validateAppKind (validate.ts).
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
-import { AppKind, AppKindCrd } from 'cdk8s-appkind';
+import { AppKind } from 'cdk8s-appkind';
 import { builtInGroupProblem } from 'cdk8s-appkind/build/crd-policy.js';
-import { ConfigError, HAND_CHECKED, validateAppKind, type RawKind } from './validate.js';
+import { ConfigError, HAND_CHECKED, kindsFromDocument, validateAppKind } from './validate.js';
 import { withPrefixedSettings } from '../settings-env.js';
 import { kindsFromAppKindText } from './appkind-documents.js';
 
@@ -123,37 +123,6 @@ export function kindsFromFile(path: string): AppKind[] {
   return kindsFromDocument(doc, path);
 }
 
-/** Kinds from a parsed config document (file contents or the APPKIND_KINDS JSON). */
-export function kindsFromDocument(doc: unknown, where: string): AppKind[] {
-  const list = Array.isArray(doc) ? doc : (doc as { kinds?: unknown } | null)?.kinds;
-  if (!Array.isArray(list) || list.length === 0) {
-    throw new ConfigError(`${where}: no kinds; write "kinds:" followed by a list of {group, version, kind, image, port}`);
-  }
-  const kinds = list.map((k, i) => validateAppKind((k ?? {}) as RawKind, `${where} kinds[${i}]`));
-  const seen = new Set<string>();
-  for (const k of kinds) {
-    const id = `${k.plural}.${k.group}`;
-    if (seen.has(id)) throw new ConfigError(`${where}: kind ${k.kind} (${id}) is listed twice; remove one`);
-    // The operator keys its queue, logs and metrics by Kind, so one process serves each Kind name once.
-    if (seen.has(k.kind)) throw new ConfigError(`${where}: two kinds are named ${k.kind}; give each kind its own name`);
-    seen.add(id).add(k.kind);
-  }
-  // kubectl resolves a short name to one resource; two kinds sharing one would shadow each other.
-  const shortNames = new Map<string, string>();
-  for (const k of kinds) {
-    for (const name of AppKindCrd.shortNamesOf(k)) {
-      const other = shortNames.get(name);
-      if (other)
-        throw new ConfigError(
-          `${where}: kinds ${other} and ${k.kind} both have the short name "${name}"; give one of them other shortNames`,
-        );
-      shortNames.set(name, k.kind);
-    }
-  }
-  return kinds;
-}
-
-/** APPKIND_WATCH_NAMESPACE (or the deprecated WATCH_NAMESPACE): comma-separated namespaces; none means all. */
 /** The API groups AppKinds may define kinds in: APPKIND_KIND_GROUPS, comma-separated; none when unset. */
 export function kindGroups(env: NodeJS.ProcessEnv): string[] {
   const groups = (withPrefixedSettings(env).env.APPKIND_KIND_GROUPS ?? '')
@@ -167,6 +136,7 @@ export function kindGroups(env: NodeJS.ProcessEnv): string[] {
   return groups;
 }
 
+/** APPKIND_WATCH_NAMESPACE (or the deprecated WATCH_NAMESPACE): comma-separated namespaces; none means all. */
 export function watchNamespaces(env: NodeJS.ProcessEnv): string[] {
   return (withPrefixedSettings(env).env.APPKIND_WATCH_NAMESPACE ?? '')
     .split(',')

@@ -287,3 +287,36 @@ function patterns(
   }
   return list as string[];
 }
+
+/**
+ * Kinds from a parsed config document (file contents or the APPKIND_KINDS JSON): each kind checked, then
+ * the list's own rules (a kind listed twice, two kinds of one name, a short name shared).
+ */
+export function kindsFromDocument(doc: unknown, where: string): AppKind[] {
+  const list = Array.isArray(doc) ? doc : (doc as { kinds?: unknown } | null)?.kinds;
+  if (!Array.isArray(list) || list.length === 0) {
+    throw new ConfigError(`${where}: no kinds; write "kinds:" followed by a list of {group, version, kind, image, port}`);
+  }
+  const kinds = list.map((k, i) => validateAppKind((k ?? {}) as RawKind, `${where} kinds[${i}]`));
+  const seen = new Set<string>();
+  for (const k of kinds) {
+    const id = `${k.plural}.${k.group}`;
+    if (seen.has(id)) throw new ConfigError(`${where}: kind ${k.kind} (${id}) is listed twice; remove one`);
+    // The operator keys its queue, logs and metrics by Kind, so one process serves each Kind name once.
+    if (seen.has(k.kind)) throw new ConfigError(`${where}: two kinds are named ${k.kind}; give each kind its own name`);
+    seen.add(id).add(k.kind);
+  }
+  // kubectl resolves a short name to one resource; two kinds sharing one would shadow each other.
+  const shortNames = new Map<string, string>();
+  for (const k of kinds) {
+    for (const name of AppKindCrd.shortNamesOf(k)) {
+      const other = shortNames.get(name);
+      if (other)
+        throw new ConfigError(
+          `${where}: kinds ${other} and ${k.kind} both have the short name "${name}"; give one of them other shortNames`,
+        );
+      shortNames.set(name, k.kind);
+    }
+  }
+  return kinds;
+}

@@ -17,11 +17,11 @@ const root = join(import.meta.dirname, '..', '..');
 export const BUNDLE_FILE = 'appkind-operator.k8s.yaml';
 
 /** Settings `cdk8s synth` reads from the environment; left out so the defaults a user gets apply. */
-const SYNTH_SETTINGS = ['GROUPNAME', 'VERSION', 'CRKIND', 'IMAGENAME', 'CLUSTERPORT', 'APPNAME', 'APPKIND_CONFIG', 'APPKIND_KINDS', 'APPKIND_OPERATOR_IMAGE', 'APPKIND_OPERATOR_NAMESPACE', 'APPKIND_WATCH_NAMESPACE'];
+const SYNTH_SETTINGS = ['GROUPNAME', 'VERSION', 'CRKIND', 'IMAGENAME', 'CLUSTERPORT', 'APPNAME', 'APPKIND_CONFIG', 'APPKIND_KINDS', 'APPKIND_OPERATOR_IMAGE', 'APPKIND_OPERATOR_NAMESPACE', 'APPKIND_WATCH_NAMESPACE', 'APPKIND_KIND_GROUPS'];
 
-/** `npx cdk8s synth` as a user runs it, into `out`; returns the bundle file's path. */
-export async function synthBundle(out: string): Promise<string> {
-  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !SYNTH_SETTINGS.includes(k)));
+/** `npx cdk8s synth` as a user runs it, into `out`, with `settings` (e.g. APPKIND_KIND_GROUPS); returns the bundle file's path. */
+export async function synthBundle(out: string, settings: Record<string, string> = {}): Promise<string> {
+  const env = { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !SYNTH_SETTINGS.includes(k))), ...settings };
   await run('npx', ['cdk8s', 'synth', '--check-upgrade=false', '--output', out], { cwd: root, env });
   return join(out, BUNDLE_FILE);
 }
@@ -52,6 +52,19 @@ export function operatorPod(bundle: KubernetesObject[]): OperatorPod {
     bundle.filter((o): o is V1ConfigMap => o.kind === 'ConfigMap').map((c) => [c.metadata!.name!, c.data ?? {}]),
   );
   return { deployment, namespace: deployment.metadata!.namespace!, spec, container: spec.containers[0]!, configMaps };
+}
+
+/** The operator container's environment as the kubelet gives it to the pod `podName`: the downward API filled in. */
+export function podEnv(pod: OperatorPod, podName: string): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const e of pod.container.env ?? []) {
+    const field = e.valueFrom?.fieldRef?.fieldPath;
+    if (e.value !== undefined) env[e.name] = e.value;
+    else if (field === 'metadata.name') env[e.name] = podName;
+    else if (field === 'metadata.namespace') env[e.name] = pod.namespace;
+    else throw new Error(`operator env ${e.name}: no value and no known fieldRef`);
+  }
+  return env;
 }
 
 /** The kinds the operator pod serves: the file APPKIND_CONFIG names, in the ConfigMap APPKIND_CONFIG_MAP names. */

@@ -212,7 +212,7 @@ describe("the CRD of an AppKind that exists", () => {
     const refused = await deleteCrd(admin, widgets);
     expect(refused).toMatchObject({ code: 403, message: byPolicy('appkind-crds') });
     expect(refused.message).toContain(`CRD ${widgets} serves AppKind ${appKindName}`);
-    expect(refused.message).toContain(`kubectl delete appkind ${appKindName}, with spec.deletionPolicy Delete`);
+    expect(refused.message).toContain(`kubectl delete appkinds ${appKindName}, with spec.deletionPolicy Delete`);
     expect(await admin.get({ apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: widgets } })).toBeDefined();
     // The operator deletes it for an AppKind deleted with deletionPolicy Delete.
     expect(await deleteCrd(asOperator, widgets, true)).toEqual({ code: 0, message: '' });

@@ -65,6 +65,17 @@ export async function installOperatorIdentity(kc: KubeConfig, kinds: AppKind[], 
 }
 
 /**
+ * On a control plane of a test's own: the whole bundle but the operator Deployment (the kinds' CRDs and
+ * the AppKind API's, RBAC with its cluster-wide bindings, the admission policies) for an operator in
+ * and watching `namespace`, AppKinds allowed the API groups `kindGroups`.
+ */
+export async function installOperatorBundle(kc: KubeConfig, kinds: AppKind[], namespace: string, kindGroups: string[]): Promise<void> {
+  const chart = new Chart(new App(), 'bundle');
+  new OperatorBundle(chart, 'op', { kinds, namespace, createNamespace: false, watchNamespaces: [namespace], kindGroups });
+  await applyManifests(kc, (chart.toJson() as KubernetesObject[]).filter((o) => o.kind !== 'Deployment'));
+}
+
+/**
  * The rights of a cluster-wide install whose AppKinds may declare kinds in `kindGroups`, for the
  * operator of `namespace` (it still watches that namespace alone): CRDs in those groups, AppKinds, and
  * the groups' CRs in every namespace (a storage migration lists and writes back all of them). The

@@ -508,7 +508,7 @@ describe('OperatorBundle kindGroups: the power to make CRDs', () => {
       { name: 'not-the-operator', expression: "request.userInfo.username != 'system:serviceaccount:appkind-system:appkind-operator'" },
     ]);
     expect(p.spec.validations!.map((v) => v.expression)).toEqual(["oldObject.metadata.labels['appkind.io/appkind'] != params.metadata.name"]);
-    expect(p.spec.validations![0]!.messageExpression).toContain("(kubectl delete appkind ' + params.metadata.name + ', with spec.deletionPolicy Delete");
+    expect(p.spec.validations![0]!.messageExpression).toContain("(kubectl delete appkinds ' + params.metadata.name + ', with spec.deletionPolicy Delete");
     const binding = only(objs, 'ValidatingAdmissionPolicyBinding').find((b) => b.metadata.name === 'appkind-operator-appkind-crds') as Policy;
     expect(binding.spec).toEqual({ policyName: 'appkind-operator-appkind-crds', paramRef: { selector: {}, parameterNotFoundAction: 'Allow' }, validationActions: ['Deny'] });
     expect(synth({ admissionPolicy: false, kindGroups: GROUPS }).filter((o) => o.kind.startsWith('ValidatingAdmissionPolicy'))).toEqual([]);
@@ -524,11 +524,15 @@ describe('OperatorBundle kindGroups: the power to make CRDs', () => {
     const children = policy(objs, 'appkind-operator-appkind-children');
     expect(children.spec.paramKind).toEqual({ apiVersion: 'appkind.io/v1alpha1', kind: 'AppKind' });
     expect(children.spec.matchConditions!.map((c) => c.name)).toEqual(['operator-service-account', 'owned-by-an-appkind-kind']);
+    // A kinds-file kind in an allowed group (EchoFlask in swallowlab.com) is no AppKind's: its own rules judge its children.
+    expect(children.spec.matchConditions![1]!.expression).toContain(
+      "!((r.apiVersion + ', Kind=' + r.kind) in ['swallowlab.com/v1alpha1, Kind=EchoFlask', 'maho.takara.org/v1alpha1, Kind=Takara'])",
+    );
     expect(children.spec.validations!.map((v) => v.message)).toEqual([
       'the construct renders no Deployment with an image its AppKind does not allow (spec.image, spec.allowedImages)',
       'a Service of a type its AppKind does not render (spec.serviceType)',
     ]);
     const binding = only(objs, 'ValidatingAdmissionPolicyBinding').find((b) => b.metadata.name === 'appkind-operator-appkind-children') as Policy;
-    expect(binding.spec.paramRef).toEqual({ selector: {}, parameterNotFoundAction: 'Deny' });
+    expect(binding.spec.paramRef).toEqual({ selector: {}, parameterNotFoundAction: 'Allow' });
   });
 });

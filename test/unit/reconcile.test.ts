@@ -300,6 +300,8 @@ describe('Reconciler', () => {
     crs.put(cr(1));
     await expect(reconciler.reconcile(key)).rejects.toBeInstanceOf(ReconcileError);
     const first = logLines.length;
+    // An edit of the CR (a new generation), so the second reconcile has something to say too.
+    crs.put({ ...cr(2), metadata: { ...cr(2).metadata, generation: 2, resourceVersion: '300' } });
     await expect(reconciler.reconcile(key)).rejects.toBeInstanceOf(ReconcileError);
     const lines = logLines.map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(first).toBeGreaterThan(0);

@@ -47,7 +47,7 @@ type Rbac = KubernetesObject & { roleRef?: { name: string } };
  * Role in each watched namespace) under the name `<name>-kinds`, bound to the same ServiceAccount, so
  * re-applying install.yaml never takes a later kind's rights away. The lease Role, the metrics
  * ClusterRoles, Namespace, ServiceAccount, ConfigMap, Deployment, metrics Service and NetworkPolicy are left out: a kinds edit does not touch them;
- * nor what the kindGroups shape (the CRD rules and policies, the groups' roles, the AppKind children's policy).
+ * nor what the kindGroups alone shape (the CRD rules and policies, the groups' roles).
  */
 export function kindsObjects(props: OperatorBundleProps): KubernetesObject[] {
   const name = props.name ?? DEFAULT_NAME;
@@ -57,7 +57,8 @@ export function kindsObjects(props: OperatorBundleProps): KubernetesObject[] {
     ...(o.roleRef ? { roleRef: { ...o.roleRef, name: `${name}-kinds` } } : {}),
   });
   // What depends on its kindGroups, not on its kinds (CRD rules and policies, the groups' roles): a kinds edit leaves it.
-  const crdObjects = [`${name}-crds`, `${name}-appkind-crds`, `${name}-appkind-children`];
+  // (The AppKind children's policy names the kinds too, which it leaves to their own rules: re-rendered.)
+  const crdObjects = [`${name}-crds`, `${name}-appkind-crds`];
   const groupRoles = (props.kindGroups ?? []).flatMap((g) => [`${g}-view`, `${g}-edit`]);
   return bundleObjects(props).flatMap((o: Rbac) => {
     // The child admission policies name the kinds they admit: re-rendered with every kind, in place.
