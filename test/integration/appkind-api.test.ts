@@ -38,24 +38,41 @@ async function kubectl(input: string | undefined, ...args: string[]): Promise<st
 
 /** An AppKind object of a kind in this test's own group. */
 function appKind(name: string, spec: Record<string, unknown>): AppKindResource {
-  return { apiVersion: AppKindApiCrd.API_VERSION, kind: AppKindApiCrd.KIND, metadata: { name }, spec: { group, version: 'v1alpha1', image: 'takeyan/flask:0.0.3', port: 5000, ...spec } };
+  return {
+    apiVersion: AppKindApiCrd.API_VERSION,
+    kind: AppKindApiCrd.KIND,
+    metadata: { name },
+    spec: { group, version: 'v1alpha1', image: 'takeyan/flask:0.0.3', port: 5000, ...spec },
+  };
 }
 
-/** `kubectl apply -f -` of one object. */
-const kubectlApply = (obj: KubernetesObject) => kubectl(JSON.stringify(obj), 'apply', '-f', '-');
+/** AppKinds this file applied: deleted before its operator stops (see afterAll). */
+const applied = new Set<string>();
 
-const getAppKind = (name: string) => rest.get<AppKindResource>({ apiVersion: AppKindApiCrd.API_VERSION, kind: AppKindApiCrd.KIND, metadata: { name } });
-const getCrd = (name: string) => rest.get<V1CustomResourceDefinition>({ apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name } });
+/** `kubectl apply -f -` of one object. */
+const kubectlApply = (obj: KubernetesObject) => {
+  if (obj.kind === AppKindApiCrd.KIND) applied.add(obj.metadata!.name!);
+  return kubectl(JSON.stringify(obj), 'apply', '-f', '-');
+};
+
+const getAppKind = (name: string) =>
+  rest.get<AppKindResource>({ apiVersion: AppKindApiCrd.API_VERSION, kind: AppKindApiCrd.KIND, metadata: { name } });
+const getCrd = (name: string) =>
+  rest.get<V1CustomResourceDefinition>({ apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name } });
 const ready = (ak: AppKindResource | undefined) => ak?.status?.conditions?.find((c) => c.type === 'Ready');
 
 /** Waits until the AppKind's Ready condition for its current generation has `status` (and `reason`); returns it. */
 async function readyOf(name: string, status: 'True' | 'False', reason?: string): Promise<AppKindResource> {
   let last: AppKindResource | undefined;
-  await eventually(`AppKind ${name} Ready=${status}${reason ? ` ${reason}` : ''} (last: ${JSON.stringify(last?.status)})`, async () => {
-    last = await getAppKind(name);
-    const c = ready(last);
-    return last?.status?.observedGeneration === last?.metadata?.generation && c?.status === status && (!reason || c.reason === reason);
-  }, 90_000);
+  await eventually(
+    `AppKind ${name} Ready=${status}${reason ? ` ${reason}` : ''} (last: ${JSON.stringify(last?.status)})`,
+    async () => {
+      last = await getAppKind(name);
+      const c = ready(last);
+      return last?.status?.observedGeneration === last?.metadata?.generation && c?.status === status && (!reason || c.reason === reason);
+    },
+    90_000,
+  );
   return last!;
 }
 
@@ -73,13 +90,46 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  // AppKinds are cluster-scoped and every operator serves all of them: left in the shared control
+  // plane, later files' operators would serve these kinds too (and, without rights on their CRs, never
+  // be ready). Deleted while this file's operator still runs, so it releases its finalizer (Retain).
+  for (const name of applied) {
+    await rest?.delete({ apiVersion: AppKindApiCrd.API_VERSION, kind: AppKindApiCrd.KIND, metadata: { name } }).catch(() => undefined);
+  }
+  await eventually(
+    'the AppKinds of this file gone',
+    async () => {
+      for (const name of applied) if (await getAppKind(name)) return false;
+      return true;
+    },
+    60_000,
+  ).catch(() => undefined);
   await operator?.stop();
+  // One the operator did not release (a failed test): its finalizer goes, so nothing waits on it.
+  for (const name of applied) {
+    const left = await getAppKind(name).catch(() => undefined);
+    if (left?.metadata?.finalizers?.length)
+      await rest
+        .request('PATCH', await rest.path(AppKindApiCrd.API_VERSION, AppKindApiCrd.KIND, undefined, name), {
+          body: { metadata: { finalizers: null } },
+          contentType: 'application/merge-patch+json',
+        })
+        .catch(() => undefined);
+  }
   rest?.close();
 });
 
 describe('an AppKind applied with kubectl', () => {
   const name = () => `echos.${group}`;
-  const kind = (): AppKind => ({ group, version: 'v1alpha1', kind: 'Echo', plural: 'echos', image: 'takeyan/flask:0.0.3', port: 5000, appName: 'echo' });
+  const kind = (): AppKind => ({
+    group,
+    version: 'v1alpha1',
+    kind: 'Echo',
+    plural: 'echos',
+    image: 'takeyan/flask:0.0.3',
+    port: 5000,
+    appName: 'echo',
+  });
 
   test('gets its CRD, established and labelled, and a CR of it reconciles to a Deployment and a Service', async () => {
     await kubectlApply(appKind(name(), { kind: 'Echo', plural: 'echos', appName: 'echo' }));
@@ -88,23 +138,49 @@ describe('an AppKind applied with kubectl', () => {
     expect(crd.status?.conditions?.find((c) => c.type === 'Established')?.status).toBe('True');
     expect(crd.metadata?.labels).toMatchObject({ 'appkind.io/appkind': name(), 'app.kubernetes.io/managed-by': 'appkind-operator' });
     expect(ak.metadata?.finalizers).toContain('appkind.io/kind');
-    expect(ak.status).toMatchObject({ crd: name(), servedVersions: ['v1alpha1'], storageVersion: 'v1alpha1', storedVersions: ['v1alpha1'] });
+    expect(ak.status).toMatchObject({
+      crd: name(),
+      servedVersions: ['v1alpha1'],
+      storageVersion: 'v1alpha1',
+      storedVersions: ['v1alpha1'],
+    });
 
     await rest.apply(crObject(kind(), ns, 'first', { size: 1 }), FIELD_MANAGER);
-    await eventually('the CR\'s Deployment and Service', async () =>
-      !!(await rest.get<V1Deployment>({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { namespace: ns, name: 'first-deployment' } })) &&
-      !!(await rest.get<V1Service>({ apiVersion: 'v1', kind: 'Service', metadata: { namespace: ns, name: 'first-svc' } })));
+    await eventually(
+      "the CR's Deployment and Service",
+      async () =>
+        !!(await rest.get<V1Deployment>({
+          apiVersion: 'apps/v1',
+          kind: 'Deployment',
+          metadata: { namespace: ns, name: 'first-deployment' },
+        })) && !!(await rest.get<V1Service>({ apiVersion: 'v1', kind: 'Service', metadata: { namespace: ns, name: 'first-svc' } })),
+    );
   });
 
   test('a kind in the group version of a kind the operator served before it is found (discovery read again) and reconciles', async () => {
     const suffix = ns.split('-').pop()!;
-    const same: AppKind = { group: SAMPLE_KIND.group, version: SAMPLE_KIND.version, kind: `Same${suffix}`, plural: `same${suffix}s`, image: 'takeyan/flask:0.0.3', port: 5000, appName: 'same' };
+    const same: AppKind = {
+      group: SAMPLE_KIND.group,
+      version: SAMPLE_KIND.version,
+      kind: `Same${suffix}`,
+      plural: `same${suffix}s`,
+      image: 'takeyan/flask:0.0.3',
+      port: 5000,
+      appName: 'same',
+    };
     const akName = AppKindCrd.nameOf(same);
     await kubectlApply(appKind(akName, { ...same }));
     await readyOf(akName, 'True', 'Serving');
     await rest.apply(crObject(same, ns, 'same', { size: 1 }), FIELD_MANAGER);
-    await eventually('the Deployment of a CR of a kind in swallowlab.com/v1alpha1', async () =>
-      !!(await rest.get<V1Deployment>({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { namespace: ns, name: 'same-deployment' } })));
+    await eventually(
+      'the Deployment of a CR of a kind in swallowlab.com/v1alpha1',
+      async () =>
+        !!(await rest.get<V1Deployment>({
+          apiVersion: 'apps/v1',
+          kind: 'Deployment',
+          metadata: { namespace: ns, name: 'same-deployment' },
+        })),
+    );
     await kubectl(undefined, 'delete', 'appkinds', akName, '--wait=true', '--timeout=60s');
   });
 
@@ -115,7 +191,10 @@ describe('an AppKind applied with kubectl', () => {
       return status?.resources === 1 && status.rollout?.updated === 1;
     });
     const out = await kubectl(undefined, 'get', 'appkinds', name());
-    const [header, row] = out.trim().split('\n').map((l) => l.trim().split(/\s+/));
+    const [header, row] = out
+      .trim()
+      .split('\n')
+      .map((l) => l.trim().split(/\s+/));
     expect(header).toEqual(['NAME', 'READY', 'CRD', 'SERVED', 'STORAGE', 'CRS', 'UPDATED', 'WAITING', 'AGE']);
     expect(row!.slice(0, 8)).toEqual([name(), 'True', name(), '["v1alpha1"]', 'v1alpha1', '1', '1', '0']);
     // The short name and the Event of the change.
@@ -138,10 +217,12 @@ describe('an AppKind applied with kubectl', () => {
     expect(ready(await getAppKind(name()))?.status).toBe('True');
   });
 
-  test('a spec the API server admits but the kinds file\'s checks refuse is Ready=False InvalidSpec, naming the field and the fix, and serves nothing', async () => {
+  test("a spec the API server admits but the kinds file's checks refuse is Ready=False InvalidSpec, naming the field and the fix, and serves nothing", async () => {
     await kubectlApply(appKind(`bads.${group}`, { kind: 'Bad', plural: 'bads', runAsNonRoot: true, runAsUser: 0 }));
     const ak = await readyOf(`bads.${group}`, 'False', 'InvalidSpec');
-    expect(ready(ak)!.message).toBe(`AppKind bads.${group}: spec.runAsUser is 0 (root) while spec.runAsNonRoot is true; give spec.runAsUser a non-zero UID or leave it unset`);
+    expect(ready(ak)!.message).toBe(
+      `AppKind bads.${group}: spec.runAsUser is 0 (root) while spec.runAsNonRoot is true; give spec.runAsUser a non-zero UID or leave it unset`,
+    );
     expect(await getCrd(`bads.${group}`)).toBeUndefined();
     expect(await kubectl(undefined, 'describe', 'appkinds', `bads.${group}`)).toMatch(/Warning\s+InvalidSpec/);
   });
@@ -154,12 +235,22 @@ describe('an AppKind applied with kubectl', () => {
   test('a kind the kinds file serves already is KindConflict', async () => {
     await kubectlApply(appKind(`echoflasks.${group}`, { kind: SAMPLE_KIND.kind }));
     const ak = await readyOf(`echoflasks.${group}`, 'False', 'KindConflict');
-    expect(ready(ak)!.message).toMatch(/served from the kinds file already; remove it from the kinds file, or give spec.kind and spec.plural other names/);
+    expect(ready(ak)!.message).toMatch(
+      /served from the kinds file already; remove it from the kinds file, or give spec.kind and spec.plural other names/,
+    );
     expect(await getCrd(`echoflasks.${group}`)).toBeUndefined();
   });
 
   test('a CRD name taken by a CRD not made for an AppKind is CRDConflict, and that CRD is left as it was', async () => {
-    const foreign: AppKind = { group, version: 'v1', kind: 'Theirs', plural: 'theirs', image: 'example.com/theirs:1', port: 80, appName: 'theirs' };
+    const foreign: AppKind = {
+      group,
+      version: 'v1',
+      kind: 'Theirs',
+      plural: 'theirs',
+      image: 'example.com/theirs:1',
+      port: 80,
+      appName: 'theirs',
+    };
     await applyManifests(sharedCluster().kubeConfig, crdObjects([foreign]));
     const before = (await getCrd(AppKindCrd.nameOf(foreign)))!;
     await kubectlApply(appKind(`mine.${group}`, { kind: 'Mine', plural: 'theirs' }));
@@ -174,7 +265,9 @@ describe('an AppKind applied with kubectl', () => {
     const denied = `denieds.other-${ns}.example.com`;
     await kubectlApply(appKind(denied, { group: `other-${ns}.example.com`, kind: 'Denied', deletionPolicy: 'Delete' }));
     const ak = await readyOf(denied, 'False', 'ResourcesForbidden');
-    expect(ready(ak)!.message).toContain(`grant the operator's ServiceAccount get, list and watch on denieds and patch on denieds/status in the API group other-${ns}.example.com`);
+    expect(ready(ak)!.message).toContain(
+      `grant the operator's ServiceAccount get, list and watch on denieds and patch on denieds/status in the API group other-${ns}.example.com`,
+    );
     await kubectl(undefined, 'delete', 'appkinds', denied, '--wait=true', '--timeout=60s');
   });
 
@@ -184,7 +277,9 @@ describe('an AppKind applied with kubectl', () => {
     await operator.waitForLog((l) => l.msg === 'appkind deleted; kind no longer served');
     expect(await getCrd(name())).toBeDefined();
     expect(await rest.get(crObject(kind(), ns, 'first'))).toBeDefined();
-    expect(await rest.get({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { namespace: ns, name: 'first-deployment' } })).toBeDefined();
+    expect(
+      await rest.get({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { namespace: ns, name: 'first-deployment' } }),
+    ).toBeDefined();
   });
 
   test('deleting an AppKind with deletionPolicy Delete deletes its CRD', async () => {
@@ -200,20 +295,49 @@ describe('an AppKind applied with kubectl', () => {
 describe('versions of an AppKind: its kind moved from v1alpha1 to v1 with kubectl apply', () => {
   const CRS = 20;
   const name = () => `movers.${group}`;
-  const mover = (): AppKind => ({ group, version: 'v1alpha1', kind: 'Mover', plural: 'movers', image: 'takeyan/flask:0.0.3', port: 5000, appName: 'mover' });
+  const mover = (): AppKind => ({
+    group,
+    version: 'v1alpha1',
+    kind: 'Mover',
+    plural: 'movers',
+    image: 'takeyan/flask:0.0.3',
+    port: 5000,
+    appName: 'mover',
+  });
   /** The AppKind's spec: ClusterIP (no NodePort per CR), and an override that puts spec.env into the CRs' schema. */
-  const spec = (extra: Record<string, unknown> = {}) => ({ kind: 'Mover', plural: 'movers', appName: 'mover', serviceType: 'ClusterIP', overrides: { env: {} }, ...extra });
-  const both = { version: 'v1', versions: [{ name: 'v1alpha1', served: true }, { name: 'v1', served: true, storage: true }] };
+  const spec = (extra: Record<string, unknown> = {}) => ({
+    kind: 'Mover',
+    plural: 'movers',
+    appName: 'mover',
+    serviceType: 'ClusterIP',
+    overrides: { env: {} },
+    ...extra,
+  });
+  const both = {
+    version: 'v1',
+    versions: [
+      { name: 'v1alpha1', served: true },
+      { name: 'v1', served: true, storage: true },
+    ],
+  };
   const v1Only = { version: 'v1', versions: [{ name: 'v1', served: true, storage: true }] };
   const crName = (i: number) => `mv-${String(i).padStart(2, '0')}`;
-  type Cr = KubernetesObject & { spec?: { size?: number }; status?: { observedGeneration?: number; conditions?: { type: string; status: string }[] } };
+  type Cr = KubernetesObject & {
+    spec?: { size?: number };
+    status?: { observedGeneration?: number; conditions?: { type: string; status: string }[] };
+  };
   const listCrs = async (version: string) => (await rest.list<Cr>(`${group}/${version}`, 'Mover', ns)).items;
   const deployments = async () =>
-    new Map((await rest.list<V1Deployment & KubernetesObject>('apps/v1', 'Deployment', ns, CHILD_SELECTOR)).items
-      .filter((d) => d.metadata!.name!.startsWith('mv-'))
-      .map((d) => [d.metadata!.name!, { generation: d.metadata!.generation, owner: d.metadata!.ownerReferences?.[0]?.apiVersion }]));
+    new Map(
+      (await rest.list<V1Deployment & KubernetesObject>('apps/v1', 'Deployment', ns, CHILD_SELECTOR)).items
+        .filter((d) => d.metadata!.name!.startsWith('mv-'))
+        .map((d) => [d.metadata!.name!, { generation: d.metadata!.generation, owner: d.metadata!.ownerReferences?.[0]?.apiVersion }]),
+    );
   const replicaSets = async () =>
-    (await rest.list<KubernetesObject>('apps/v1', 'ReplicaSet', ns, CHILD_SELECTOR)).items.map((r) => r.metadata!.name!).filter((n) => n.startsWith('mv-')).sort();
+    (await rest.list<KubernetesObject>('apps/v1', 'ReplicaSet', ns, CHILD_SELECTOR)).items
+      .map((r) => r.metadata!.name!)
+      .filter((n) => n.startsWith('mv-'))
+      .sort();
   const created = new Map<string, { generation?: number; spec: unknown }>();
   let generations: Map<string, number | undefined>;
   let replicaSetsBefore: string[];
@@ -222,10 +346,21 @@ describe('versions of an AppKind: its kind moved from v1alpha1 to v1 with kubect
     await kubectlApply(appKind(name(), spec()));
     await readyOf(name(), 'True', 'Serving');
     for (let i = 0; i < CRS; i++) await rest.apply(crObject(mover(), ns, crName(i), { size: i % 10 === 0 ? 1 : 0 }), FIELD_MANAGER);
-    await eventually('every CR Ready at its generation', async () => {
-      const crs = await listCrs('v1alpha1');
-      return crs.length === CRS && crs.every((cr) => cr.status?.observedGeneration === cr.metadata?.generation && cr.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True');
-    }, 120_000);
+    await eventually(
+      'every CR Ready at its generation',
+      async () => {
+        const crs = await listCrs('v1alpha1');
+        return (
+          crs.length === CRS &&
+          crs.every(
+            (cr) =>
+              cr.status?.observedGeneration === cr.metadata?.generation &&
+              cr.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True',
+          )
+        );
+      },
+      120_000,
+    );
     for (const cr of await listCrs('v1alpha1')) created.set(cr.metadata!.name!, { generation: cr.metadata!.generation, spec: cr.spec });
     generations = new Map([...(await deployments())].map(([n, d]) => [n, d.generation]));
     expect(generations.size).toBe(CRS);
@@ -248,17 +383,31 @@ describe('versions of an AppKind: its kind moved from v1alpha1 to v1 with kubect
     const since = new Date().toISOString();
     await kubectlApply(appKind(name(), spec(both)));
     let last: AppKindResource | undefined;
-    await eventually(`AppKind ${name()} reports the migration done (last: ${JSON.stringify(last?.status)})`, async () => {
-      last = await getAppKind(name());
-      return last?.status?.observedGeneration === last?.metadata?.generation && ready(last)?.status === 'True' && last?.status?.storedVersions?.join() === 'v1';
-    }, 120_000);
-    expect(last!.status).toMatchObject({ servedVersions: ['v1alpha1', 'v1'], storageVersion: 'v1', storedVersions: ['v1'], migration: { version: 'v1', migrated: CRS, total: CRS } });
+    await eventually(
+      `AppKind ${name()} reports the migration done (last: ${JSON.stringify(last?.status)})`,
+      async () => {
+        last = await getAppKind(name());
+        return (
+          last?.status?.observedGeneration === last?.metadata?.generation &&
+          ready(last)?.status === 'True' &&
+          last?.status?.storedVersions?.join() === 'v1'
+        );
+      },
+      120_000,
+    );
+    expect(last!.status).toMatchObject({
+      servedVersions: ['v1alpha1', 'v1'],
+      storageVersion: 'v1',
+      storedVersions: ['v1'],
+      migration: { version: 'v1', migrated: CRS, total: CRS },
+    });
     expect(ready(last)!.message).toContain('every CR is stored at v1 (status.storedVersions [v1]): v1alpha1 may be retired');
     expect(ready(last)!.message).toContain("once kube-controller-manager's garbage collector has moved its watches off them");
     expect((await getCrd(name()))!.status?.storedVersions).toEqual(['v1']);
     // As docs/configuration.md shows it.
-    expect(await kubectl(undefined, 'get', 'appkinds', name(), '-o', 'jsonpath={.status.migration}{" "}{.status.storedVersions}{"\\n"}'))
-      .toBe(`{"migrated":${CRS},"total":${CRS},"version":"v1"} ["v1"]\n`);
+    expect(
+      await kubectl(undefined, 'get', 'appkinds', name(), '-o', 'jsonpath={.status.migration}{" "}{.status.storedVersions}{"\\n"}'),
+    ).toBe(`{"migrated":${CRS},"total":${CRS},"version":"v1"} ["v1"]\n`);
     expect(operator.logs.filter((l) => l.msg === 'storage migration finished' && l.crd === name())).toEqual([
       expect.objectContaining({ version: 'v1', migrated: CRS, total: CRS }),
     ]);
@@ -269,13 +418,23 @@ describe('versions of an AppKind: its kind moved from v1alpha1 to v1 with kubect
 
     const crs = await listCrs('v1');
     expect(crs.length).toBe(CRS);
-    for (const cr of crs) expect([cr.metadata!.name, cr.metadata!.generation, cr.spec]).toEqual([cr.metadata!.name, created.get(cr.metadata!.name!)?.generation, created.get(cr.metadata!.name!)?.spec]);
+    for (const cr of crs)
+      expect([cr.metadata!.name, cr.metadata!.generation, cr.spec]).toEqual([
+        cr.metadata!.name,
+        created.get(cr.metadata!.name!)?.generation,
+        created.get(cr.metadata!.name!)?.spec,
+      ]);
     // The kind is read at v1 now: the children's owner references move to it, metadata only.
-    await eventually('every Deployment names its owner at v1', async () => [...(await deployments()).values()].every((d) => d.owner === `${group}/v1`));
+    await eventually('every Deployment names its owner at v1', async () =>
+      [...(await deployments()).values()].every((d) => d.owner === `${group}/v1`),
+    );
     expect(new Map([...(await deployments())].map(([n, d]) => [n, d.generation]))).toEqual(generations);
     expect(await replicaSets()).toEqual(replicaSetsBefore);
 
-    const [header, row] = (await kubectl(undefined, 'get', 'appkinds', name())).trim().split('\n').map((l) => l.trim().split(/\s+/));
+    const [header, row] = (await kubectl(undefined, 'get', 'appkinds', name()))
+      .trim()
+      .split('\n')
+      .map((l) => l.trim().split(/\s+/));
     expect(header!.slice(0, 6)).toEqual(['NAME', 'READY', 'CRD', 'SERVED', 'STORAGE', 'CRS']);
     expect(row!.slice(0, 6)).toEqual([name(), 'True', name(), '["v1alpha1","v1"]', 'v1', String(CRS)]);
   }, 180_000);
@@ -284,7 +443,9 @@ describe('versions of an AppKind: its kind moved from v1alpha1 to v1 with kubect
     const before = (await getCrd(name()))!;
     await kubectlApply(appKind(name(), { ...spec(both), overrides: undefined }));
     const ak = await readyOf(name(), 'False', 'FieldRemoved');
-    expect(ready(ak)!.message).toContain(`spec.env would be removed from CRD ${name()} while CRs may hold it (the API server would drop it from them); keep overrides.env`);
+    expect(ready(ak)!.message).toContain(
+      `spec.env would be removed from CRD ${name()} while CRs may hold it (the API server would drop it from them); keep overrides.env`,
+    );
     expect((await getCrd(name()))!.metadata?.resourceVersion).toBe(before.metadata?.resourceVersion);
   });
 
@@ -306,13 +467,42 @@ describe('versions of an AppKind: its kind moved from v1alpha1 to v1 with kubect
 
   test('a migration the API server refuses (no update on the CRs) is Ready=False StorageMigrationFailed naming the CR; once granted, it is tried again and finishes', async () => {
     const roGroup = `ro-${ns}.example.com`;
-    const frozen: AppKind = { group: roGroup, version: 'v1alpha1', kind: 'Frozen', plural: 'frozens', image: 'takeyan/flask:0.0.3', port: 5000, appName: 'frozen' };
+    const frozen: AppKind = {
+      group: roGroup,
+      version: 'v1alpha1',
+      kind: 'Frozen',
+      plural: 'frozens',
+      image: 'takeyan/flask:0.0.3',
+      port: 5000,
+      appName: 'frozen',
+    };
     const akName = AppKindCrd.nameOf(frozen);
-    const akSpec = { group: roGroup, kind: 'Frozen', plural: 'frozens', appName: 'frozen', serviceType: 'ClusterIP', deletionPolicy: 'Delete' };
+    const akSpec = {
+      group: roGroup,
+      kind: 'Frozen',
+      plural: 'frozens',
+      appName: 'frozen',
+      serviceType: 'ClusterIP',
+      deletionPolicy: 'Delete',
+    };
     // The kind's CRs readable, not writable: what a migration needs missing (the -crds rules still cover its CRD).
     const rights = (verbs: string[]) => [
-      { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: `${ns}-frozens` }, rules: [{ apiGroups: [roGroup], resources: ['frozens'], verbs }, { apiGroups: [roGroup], resources: ['frozens/status'], verbs: ['patch'] }] },
-      { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: `${ns}-frozens` }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: `${ns}-frozens` }, subjects: [{ kind: 'ServiceAccount', name: 'appkind-operator', namespace: ns }] },
+      {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'ClusterRole',
+        metadata: { name: `${ns}-frozens` },
+        rules: [
+          { apiGroups: [roGroup], resources: ['frozens'], verbs },
+          { apiGroups: [roGroup], resources: ['frozens/status'], verbs: ['patch'] },
+        ],
+      },
+      {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'ClusterRoleBinding',
+        metadata: { name: `${ns}-frozens` },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: `${ns}-frozens` },
+        subjects: [{ kind: 'ServiceAccount', name: 'appkind-operator', namespace: ns }],
+      },
     ];
     await applyManifests(sharedCluster().kubeConfig, rights(['get', 'list', 'watch']));
     await kubectlApply(appKind(akName, akSpec));
@@ -332,26 +522,50 @@ describe('versions of an AppKind: its kind moved from v1alpha1 to v1 with kubect
   }, 150_000);
 });
 
-describe('the rollout of an AppKind\'s change to its apps, on the AppKind', () => {
+describe("the rollout of an AppKind's change to its apps, on the AppKind", () => {
   const CRS = 20;
   const MAX = 5;
   const BROKEN = 'example.com/rollers/web:broken';
   const name = () => `rollers.${group}`;
-  const roller = (): AppKind => ({ group, version: 'v1alpha1', kind: 'Roller', plural: 'rollers', image: 'example.com/rollers/web:1', port: 8080, appName: 'roller' });
+  const roller = (): AppKind => ({
+    group,
+    version: 'v1alpha1',
+    kind: 'Roller',
+    plural: 'rollers',
+    image: 'example.com/rollers/web:1',
+    port: 8080,
+    appName: 'roller',
+  });
   /** The AppKind's spec at `image`: ClusterIP (no NodePort per CR), at most MAX apps rolling at once. */
-  const spec = (image: string) => ({ kind: 'Roller', plural: 'rollers', appName: 'roller', image, port: 8080, serviceType: 'ClusterIP', rollout: { maxConcurrent: String(MAX), progressDeadlineSeconds: 600 } });
+  const spec = (image: string) => ({
+    kind: 'Roller',
+    plural: 'rollers',
+    appName: 'roller',
+    image,
+    port: 8080,
+    serviceType: 'ClusterIP',
+    rollout: { maxConcurrent: String(MAX), progressDeadlineSeconds: 600 },
+  });
   const crName = (i: number) => `rl-${String(i).padStart(2, '0')}`;
   const policyName = () => `appkind-rollout-refuse-${ns}`;
   type Deployment = V1Deployment & KubernetesObject;
-  const deployments = async () => (await rest.list<Deployment>('apps/v1', 'Deployment', ns, CHILD_SELECTOR)).items.filter((d) => d.metadata!.name!.startsWith('rl-'));
+  const deployments = async () =>
+    (await rest.list<Deployment>('apps/v1', 'Deployment', ns, CHILD_SELECTOR)).items.filter((d) => d.metadata!.name!.startsWith('rl-'));
   const imageOf = (d: Deployment) => d.spec?.template.spec?.containers[0]?.image;
   /** Every replica at the Deployment's current template and ready, as the Deployment controller reports it. */
-  const rolled = (d: Deployment) => (d.status?.observedGeneration ?? 0) >= (d.metadata?.generation ?? 0) && d.status?.updatedReplicas === 1 && d.status?.replicas === 1 && d.status?.readyReplicas === 1;
+  const rolled = (d: Deployment) =>
+    (d.status?.observedGeneration ?? 0) >= (d.metadata?.generation ?? 0) &&
+    d.status?.updatedReplicas === 1 &&
+    d.status?.replicas === 1 &&
+    d.status?.readyReplicas === 1;
   const rolloutOf = async () => (await getAppKind(name()))?.status?.rollout;
   const condition = (ak: AppKindResource | undefined, type: string) => ak?.status?.conditions?.find((c) => c.type === type);
   /** `kubectl get appkinds <name>` (with `-o wide`): its header and row, column by column. */
   const table = async (...args: string[]) => {
-    const [header, row] = (await kubectl(undefined, 'get', 'appkinds', name(), ...args)).trim().split('\n').map((l) => l.trim().split(/\s{2,}/));
+    const [header, row] = (await kubectl(undefined, 'get', 'appkinds', name(), ...args))
+      .trim()
+      .split('\n')
+      .map((l) => l.trim().split(/\s{2,}/));
     return Object.fromEntries(header!.map((h, i) => [h, row![i]]));
   };
 
@@ -371,8 +585,15 @@ describe('the rollout of an AppKind\'s change to its apps, on the AppKind', () =
     await eventuallyRollout(`every app at ${image} and the AppKind saying so`, async (ak) => {
       const rollout = ak?.status?.rollout;
       const all = await deployments();
-      return all.length === CRS && all.every((d) => imageOf(d) === image && rolled(d)) && ak?.status?.observedGeneration === ak?.metadata?.generation &&
-        rollout?.updated === CRS && rollout.waiting === 0 && rollout.inFlight === 0 && rollout.failed === 0;
+      return (
+        all.length === CRS &&
+        all.every((d) => imageOf(d) === image && rolled(d)) &&
+        ak?.status?.observedGeneration === ak?.metadata?.generation &&
+        rollout?.updated === CRS &&
+        rollout.waiting === 0 &&
+        rollout.inFlight === 0 &&
+        rollout.failed === 0
+      );
     });
   }
 
@@ -381,14 +602,26 @@ describe('the rollout of an AppKind\'s change to its apps, on the AppKind', () =
    * `[waiting, inFlight]` of its status.rollout, until stop() (a watch misses no write; sampling would).
    */
   async function watchRollout(): Promise<{ stop: () => [number, number][] }> {
-    const child = spawn('kubectl', ['--kubeconfig', sharedCluster().kubeconfigPath, 'get', 'appkinds', name(), '--watch', '-o', 'jsonpath={.status.rollout.waiting} {.status.rollout.inFlight}{"\\n"}']);
+    const child = spawn('kubectl', [
+      '--kubeconfig',
+      sharedCluster().kubeconfigPath,
+      'get',
+      'appkinds',
+      name(),
+      '--watch',
+      '-o',
+      'jsonpath={.status.rollout.waiting} {.status.rollout.inFlight}{"\\n"}',
+    ]);
     let out = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     await eventually('kubectl get --watch prints the AppKind', async () => out.includes('\n'));
     return {
       stop: () => {
         child.kill();
-        return out.trim().split('\n').map((l) => l.split(' ').map(Number) as [number, number]);
+        return out
+          .trim()
+          .split('\n')
+          .map((l) => l.split(' ').map(Number) as [number, number]);
       },
     };
   }
@@ -398,7 +631,10 @@ describe('the rollout of an AppKind\'s change to its apps, on the AppKind', () =
   });
 
   test(`${CRS} CRs of an AppKind with rollout.maxConcurrent ${MAX} converge, every app counted updated`, async () => {
-    if (!sharedCluster().hasScheduler) throw new Error('the shared control plane has no kube-scheduler or kwok: bash tools/controlplane/build.sh builds them (or add them to KUBEBUILDER_ASSETS)');
+    if (!sharedCluster().hasScheduler)
+      throw new Error(
+        'the shared control plane has no kube-scheduler or kwok: bash tools/controlplane/build.sh builds them (or add them to KUBEBUILDER_ASSETS)',
+      );
     await kubectlApply(appKind(name(), spec(roller().image)));
     await readyOf(name(), 'True', 'Serving');
     for (let i = 0; i < CRS; i++) await rest.apply(crObject(roller(), ns, crName(i), { size: 1 }), FIELD_MANAGER);
@@ -433,21 +669,33 @@ describe('the rollout of an AppKind\'s change to its apps, on the AppKind', () =
       const r = ak?.status?.rollout;
       return ak?.status?.observedGeneration === ak?.metadata?.generation && !!r?.stopped && r.inFlight === 0;
     });
-    const wave = (await deployments()).filter((d) => imageOf(d) === BROKEN).map((d) => d.metadata!.name!.replace(/-deployment$/, '')).sort();
+    const wave = (await deployments())
+      .filter((d) => imageOf(d) === BROKEN)
+      .map((d) => d.metadata!.name!.replace(/-deployment$/, ''))
+      .sort();
     expect(wave.length).toBeGreaterThanOrEqual(1);
     expect(wave.length).toBeLessThanOrEqual(MAX);
     const rollout = stopped!.status!.rollout!;
     expect(rollout).toMatchObject({ updated: 0, inFlight: 0, waiting: CRS - wave.length, failed: wave.length });
     // Each failed app named with its reason; the others keep serving at the image before.
     expect(rollout.failedApps).toEqual(wave.map((n) => `${ns}/${n} (FailedCreate)`));
-    expect(rollout.stopped).toBe(`${rollout.failedApps.join(', ')} did not become Ready at the new pod template; fix or revert the kind's settings`);
-    expect(condition(stopped, 'RolloutStopped')).toMatchObject({ status: 'True', reason: 'KindRolloutStopped', message: `the Roller rollout stopped: ${rollout.stopped}` });
+    expect(rollout.stopped).toBe(
+      `${rollout.failedApps.join(', ')} did not become Ready at the new pod template; fix or revert the kind's settings`,
+    );
+    expect(condition(stopped, 'RolloutStopped')).toMatchObject({
+      status: 'True',
+      reason: 'KindRolloutStopped',
+      message: `the Roller rollout stopped: ${rollout.stopped}`,
+    });
     expect(ready(stopped)?.status).toBe('True');
     expect((await deployments()).filter((d) => imageOf(d) === 'example.com/rollers/web:2')).toHaveLength(CRS - wave.length);
     expect(await table()).toMatchObject({ UPDATED: '0', WAITING: String(CRS - wave.length) });
     expect((await table('-o', 'wide')).ROLLOUT).toBe(rollout.stopped);
     await eventually('a Warning Event KindRolloutStopped on the AppKind', async () =>
-      /Warning\s+KindRolloutStopped\s.*the Roller rollout stopped: .*\(FailedCreate\)/.test(await kubectl(undefined, 'describe', 'appkinds', name())));
+      /Warning\s+KindRolloutStopped\s.*the Roller rollout stopped: .*\(FailedCreate\)/.test(
+        await kubectl(undefined, 'describe', 'appkinds', name()),
+      ),
+    );
 
     const fixed = 'example.com/rollers/web:3';
     await kubectlApply(appKind(name(), spec(fixed)));
