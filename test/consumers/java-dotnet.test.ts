@@ -18,7 +18,7 @@ describe('Java and .NET bindings', () => {
       const pom = java('pom.xml');
       expect(pom).toContain('<groupId>cdk8s-appkind</groupId>');
       expect(pom).toContain('<artifactId>cdk8s-appkind</artifactId>');
-      for (const cls of ['ContainerApp', 'AppKindCrd', 'OperatorBundle']) {
+      for (const cls of ['ContainerApp', 'AppKindCrd', 'OperatorBundle', 'AppKindApiCrd', 'AppKindObject']) {
         expect(java(`src/main/java/cdk8s/appkind/${cls}.java`)).toContain(`public class ${cls} extends software.constructs.Construct {`);
       }
       expect(java('src/main/java/cdk8s/appkind/ContainerAppProps.java')).toMatch(/public interface ContainerAppProps extends .*cdk8s\.appkind\.AppSettings \{/);
@@ -27,7 +27,7 @@ describe('Java and .NET bindings', () => {
 
       const cs = (file: string) => readFileSync(join(work, 'dotnet', 'Cdk8s.AppKind', file), 'utf8');
       expect(cs('Cdk8s.AppKind.csproj')).toContain('<PackageId>Cdk8s.AppKind</PackageId>');
-      for (const cls of ['ContainerApp', 'AppKindCrd', 'OperatorBundle']) {
+      for (const cls of ['ContainerApp', 'AppKindCrd', 'OperatorBundle', 'AppKindApiCrd', 'AppKindObject']) {
         expect(cs(`Cdk8s/AppKind/${cls}.cs`)).toContain(`public class ${cls} : Constructs.Construct`);
       }
       expect(cs('Cdk8s/AppKind/IContainerAppProps.cs')).toContain('public interface IContainerAppProps : Cdk8s.AppKind.IAppSettings');

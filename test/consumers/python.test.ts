@@ -14,7 +14,7 @@ describe('Python bindings', () => {
       await pacmak('python', work, [library]);
       const python = join(work, 'python');
       const init = readFileSync(join(python, 'src', 'cdk8s_appkind', '__init__.py'), 'utf8');
-      for (const cls of ['ContainerApp(', 'AppSettings:', 'AppKindCrd(', 'OperatorBundle(', 'ImagePullPolicy(']) {
+      for (const cls of ['ContainerApp(', 'AppSettings:', 'AppKindCrd(', 'OperatorBundle(', 'ImagePullPolicy(', 'AppKindApiCrd(', 'AppKindObject(']) {
         expect(init).toContain(`class ${cls}`);
       }
       // The props structs extend the shared settings struct, as in TypeScript.
