@@ -128,6 +128,7 @@ async function run(settings: OperatorSettings, log: Logger): Promise<void> {
     managedBy: settings.leaseName,
     staleMs: settings.watchStaleSeconds * 1000,
     kindGroups: settings.kindGroups,
+    labelSelector: settings.appKindSelector,
   });
   manager.whenWorkersStart(() => appKinds.startWorkers());
   manager.onRolloutStopped((kind, reason) => appKinds.rolloutStopped(kind, reason));
@@ -160,6 +161,7 @@ async function run(settings: OperatorSettings, log: Logger): Promise<void> {
     metricsCertificate: secure?.certificate.source,
     healthPort: servers.healthPort,
     leaderElect: settings.leaderElect,
+    appKinds: settings.serveAppKinds ? (settings.appKindSelector ?? 'all') : 'none',
   });
 
   // With leader election, only a leader within its renew deadline writes (checked at each write).
@@ -199,7 +201,8 @@ async function run(settings: OperatorSettings, log: Logger): Promise<void> {
   process.on('SIGINT', () => void shutdown('SIGINT', 0));
 
   const kindsFile = settings.configFile ? watchKindsFile(settings, manager, sources, appKinds, metrics, log) : undefined;
-  appKinds.start();
+  // APPKIND_APPKIND_SELECTOR=none: AppKinds are never listed, so never written.
+  if (settings.serveAppKinds) appKinds.start();
   // Like controller-runtime: a replica that lost the lease exits at once, without draining (its
   // writes are fenced already), and is restarted as a standby. Another replica may lead by now.
   await manager.start(() => {

@@ -1,6 +1,7 @@
 // The operator's settings, read from the environment by the rows of the settings table
 // (cdk8s-appkind's operator-settings.ts), each checked and named in the error when it is wrong.
 import { AppKind } from 'cdk8s-appkind';
+import { labelSelectorProblem, NO_APPKINDS } from 'cdk8s-appkind/build/label-selector.js';
 import { BoolRow, ChoiceRow, IntRow, OPERATOR_SETTINGS, TextRow } from 'cdk8s-appkind/build/operator-settings.js';
 import { kindGroups, loadAppKinds, watchNamespaces } from './kinds/sources.js';
 import { ConfigError } from './kinds/validate.js';
@@ -15,6 +16,17 @@ export interface OperatorSettings {
   readonly namespaces: string[];
   /** API groups AppKinds may define kinds in (the install's kindGroups); empty means none. Env APPKIND_KIND_GROUPS (comma-separated). */
   readonly kindGroups: string[];
+  /**
+   * Whether AppKind objects are served at all. Env APPKIND_APPKIND_SELECTOR=none turns them off: the
+   * operator serves the kinds file alone and neither lists nor writes AppKinds. @default true
+   */
+  readonly serveAppKinds: boolean;
+  /**
+   * The label selector of the AppKinds served: only those are listed, watched and written (status,
+   * finalizer, Events), so operators with disjoint selectors share a cluster. Env
+   * APPKIND_APPKIND_SELECTOR. @default undefined: every AppKind
+   */
+  readonly appKindSelector?: string;
   /**
    * Parallel reconciles. Env APPKIND_WORKERS. @default 8 (a reconcile mostly waits on the API server; at
    * 1000 CRs two workers left keys queued behind each other's round trips; see the figures in docs/benchmark.md)
@@ -127,6 +139,21 @@ function textSetting(env: NodeJS.ProcessEnv, { env: name, default: fallback }: T
   return env[name] || fallback;
 }
 
+/** APPKIND_APPKIND_SELECTOR: `none`, a label selector checked before it is sent, or unset for every AppKind. */
+function appKindSelection(env: NodeJS.ProcessEnv): Pick<OperatorSettings, 'serveAppKinds' | 'appKindSelector'> {
+  const { env: name } = S.appKindSelector;
+  const raw = textSetting(env, S.appKindSelector)?.trim();
+  if (!raw) return { serveAppKinds: true };
+  if (raw === NO_APPKINDS) return { serveAppKinds: false };
+  const problem = labelSelectorProblem(raw);
+  if (problem) {
+    throw new ConfigError(
+      `${name}="${raw}" is not a label selector: ${problem}; write one such as team=payments or 'team in (a,b)', ${NO_APPKINDS} to serve no AppKind, or unset ${name} to serve every AppKind (OperatorBundle appKindSelector, Helm value appKindSelector)`,
+    );
+  }
+  return { serveAppKinds: true, appKindSelector: raw };
+}
+
 function configMapOf(raw: string | undefined, podNamespace: string | undefined): OperatorSettings['configMap'] {
   if (!raw) return undefined;
   const [namespace, name] = raw.includes('/') ? raw.split('/', 2) : [podNamespace, raw];
@@ -143,6 +170,7 @@ export function loadSettings(given: NodeJS.ProcessEnv = process.env): OperatorSe
     kinds: loadAppKinds(env),
     namespaces: watchNamespaces(env),
     kindGroups: kindGroups(env),
+    ...appKindSelection(env),
     workers: intSetting(env, S.workers),
     statusIntervalMs: intSetting(env, S.statusIntervalMs),
     fieldManager: textSetting(env, S.fieldManager)!,

@@ -6,6 +6,7 @@ import { AppKind } from './appkind';
 import { AppKindApiCrd } from './appkind-api';
 import { AppKindCrd } from './crd';
 import { addCrdAdmissionPolicies, builtInGroupProblem } from './crd-policy';
+import { labelSelectorProblem, NO_APPKINDS } from './label-selector';
 import { OPERATOR_SETTINGS as SETTINGS, SettingRow } from './operator-settings';
 import { ImagePullPolicy, ResourceList, ResourceRequirements } from './resources';
 
@@ -152,6 +153,15 @@ export interface OperatorBundleProps {
    * @default [] - AppKinds may use no group: the operator makes no CRD at all.
    */
   readonly kindGroups?: string[];
+  /**
+   * Which AppKind objects this operator serves (APPKIND_APPKIND_SELECTOR): a Kubernetes label selector
+   * such as `team=payments`, so that two operators in one cluster (two teams) each serve their own; the
+   * operator lists and watches only the AppKinds it selects and never writes to the others. `none`
+   * serves no AppKind (the kinds file only). An AppKind that stops matching is no longer served, and
+   * its CRD, CRs and finalizer stay (docs/configuration.md).
+   * @default "" - every AppKind in the cluster
+   */
+  readonly appKindSelector?: string;
   /**
    * A `kubernetes.io/tls` Secret in the operator's namespace (e.g. made by cert-manager for the
    * Service `<name>-metrics`) whose `tls.crt` and `tls.key` serve /metrics; the operator reads them
@@ -351,6 +361,10 @@ export class OperatorBundle extends Construct {
       const problem = builtInGroupProblem(group);
       if (problem) throw new Error(`OperatorBundle: kindGroups: ${problem}; list API groups of your own (e.g. apps.example.com)`);
     }
+    const selectorProblem = props.appKindSelector === NO_APPKINDS ? undefined : labelSelectorProblem(props.appKindSelector ?? '');
+    if (selectorProblem) {
+      throw new Error(`OperatorBundle: appKindSelector "${props.appKindSelector}" is not a label selector: ${selectorProblem}; write one such as team=payments, or none to serve no AppKind`);
+    }
     this.namespace = props.namespace ?? DEFAULT_OPERATOR_NAMESPACE;
     this.name = props.name ?? DEFAULT_OPERATOR_NAME;
     this.selectorLabels = { 'app.kubernetes.io/name': this.name, 'app.kubernetes.io/component': 'operator' };
@@ -473,6 +487,8 @@ export class OperatorBundle extends Construct {
       value(SETTINGS.configMap, this.kindsConfigMap.name),
       value(SETTINGS.namespaces, (props.watchNamespaces ?? []).join(',')),
       value(SETTINGS.kindGroups, [...new Set(props.kindGroups ?? [])].join(',')),
+      // Only when set: an install that serves every AppKind keeps the env it always had.
+      ...(props.appKindSelector?.trim() ? [value(SETTINGS.appKindSelector, props.appKindSelector.trim())] : []),
       value(SETTINGS.workers, props.workers ?? SETTINGS.workers.default),
       value(SETTINGS.logLevel, props.logLevel ?? SETTINGS.logLevel.default),
       value(SETTINGS.metricsPort, METRICS_PORT),

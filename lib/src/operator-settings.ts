@@ -44,6 +44,12 @@ export const OPERATOR_SETTINGS = {
   config: text('APPKIND_CONFIG', undefined, 'YAML/JSON file listing the kinds', 'config'),
   configMap: text('APPKIND_CONFIG_MAP', undefined, 'the ConfigMap the kinds file is mounted from (namespace/name, or a name in the pod namespace)'),
   kindGroups: text('APPKIND_KIND_GROUPS', undefined, 'API groups AppKinds may define kinds in (comma-separated; default none: no CRD is made)'),
+  appKindSelector: text(
+    'APPKIND_APPKIND_SELECTOR',
+    undefined,
+    'label selector of the AppKinds to serve, e.g. team=payments (default every AppKind; none: no AppKind, the kinds file only)',
+    'appkind-selector',
+  ),
   namespaces: text('APPKIND_WATCH_NAMESPACE', undefined, 'namespace to watch (repeat or comma-separate; default all)', 'namespace'),
   workers: int('APPKIND_WORKERS', 8, 1, 64, 'parallel reconciles', 'workers'),
   statusIntervalMs: int('APPKIND_STATUS_INTERVAL_MS', 60_000, 0, 3_600_000, 'shortest time between two progress writes of one status; 0 writes every change'),

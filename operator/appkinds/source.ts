@@ -43,6 +43,12 @@ export interface AppKindSourceOptions {
   readonly planner?: CrdPlanner;
   /** The API groups the install allows AppKinds (APPKIND_KIND_GROUPS), named when the API server refuses a CRD. */
   readonly kindGroups?: readonly string[];
+  /**
+   * The label selector of the AppKinds served (APPKIND_APPKIND_SELECTOR), sent with the list and watch:
+   * others are never cached, so never written. One that stops matching leaves the cache as if deleted:
+   * its kind is no longer served and its CRD, CRs and finalizer stay, for the operator that selects it.
+   */
+  readonly labelSelector?: string;
 }
 
 /**
@@ -190,7 +196,12 @@ export class AppKindSource {
     const common = { staleMs: this.opts.staleMs, log, rest, transform: withoutManagedFields };
     const add = (name: string | undefined) => name && this.queue.add(name);
     this.appKinds = new Informer<AppKindResource>(
-      { apiVersion: AppKindApiCrd.API_VERSION, kind: AppKindApiCrd.KIND, plural: AppKindApiCrd.PLURAL },
+      {
+        apiVersion: AppKindApiCrd.API_VERSION,
+        kind: AppKindApiCrd.KIND,
+        plural: AppKindApiCrd.PLURAL,
+        labelSelector: this.opts.labelSelector,
+      },
       (_type, ak) => add(ak.metadata?.name),
       common,
     );

@@ -76,9 +76,12 @@ describe('the settings table', () => {
       retryPeriodSeconds: 5,
       shutdownGraceSeconds: 45,
       metricsCertSecret: 'metrics-tls',
+      appKindSelector: 'team in (payments,billing)',
     };
     const settings = load(bundleEnv(props));
     expect(settings).toMatchObject({
+      serveAppKinds: true,
+      appKindSelector: 'team in (payments,billing)',
       namespaces: ['team-a', 'team-b'],
       kindGroups: ['apps.example.com', 'team.example.org'],
       workers: 3,
@@ -106,6 +109,43 @@ describe('the settings table', () => {
     for (const group of ['apps.k8s.io', 'appkind.io', 'apps']) {
       expect(() => loadSettings({ APPKIND_KIND_GROUPS: group })).toThrow(new RegExp(`^APPKIND_KIND_GROUPS: "${group}" .*; list API groups of your own`));
     }
+  });
+
+  it('APPKIND_APPKIND_SELECTOR: every AppKind when unset, none turns AppKinds off, a label selector is kept as written', () => {
+    const selection = (env: NodeJS.ProcessEnv) => {
+      const { serveAppKinds, appKindSelector } = loadSettings(env);
+      return { serveAppKinds, appKindSelector };
+    };
+    expect(selection({})).toEqual({ serveAppKinds: true, appKindSelector: undefined });
+    expect(selection({ APPKIND_APPKIND_SELECTOR: ' ' })).toEqual({ serveAppKinds: true, appKindSelector: undefined });
+    expect(selection({ APPKIND_APPKIND_SELECTOR: 'none' })).toEqual({ serveAppKinds: false, appKindSelector: undefined });
+    for (const selector of ['team=payments', 'appkind.io/test-namespace==ns-1,tier!=dev', 'team in (a, b),!legacy', 'env notin (dev),canary', 'team=']) {
+      expect(selection({ APPKIND_APPKIND_SELECTOR: selector })).toEqual({ serveAppKinds: true, appKindSelector: selector });
+    }
+    // The bundle writes no variable for the default, and the operator's flag sets it too.
+    expect(bundleEnv().env.APPKIND_APPKIND_SELECTOR).toBeUndefined();
+    expect(load(bundleEnv({ appKindSelector: 'none' })).serveAppKinds).toBe(false);
+    expect(USAGE).toContain('--appkind-selector');
+  });
+
+  it('APPKIND_APPKIND_SELECTOR: an invalid selector is refused, naming the variable, the problem and the fix', () => {
+    const refused = {
+      'team=a=b': 'is none of key=value',
+      'team=pay ments': 'is none of key=value',
+      'team=a,': 'an empty requirement',
+      'team in ()': 'lists no value',
+      'team in (a,-b)': 'the value "-b" is not a label value',
+      'Team.Example.com/x=y': 'the key prefix "Team.Example.com" is not a DNS subdomain',
+      [`${'k'.repeat(64)}=v`]: 'is not a label key',
+    };
+    for (const [selector, problem] of Object.entries(refused)) {
+      expect(() => loadSettings({ APPKIND_APPKIND_SELECTOR: selector })).toThrow(
+        `APPKIND_APPKIND_SELECTOR="${selector}" is not a label selector: `,
+      );
+      expect(() => loadSettings({ APPKIND_APPKIND_SELECTOR: selector })).toThrow(problem);
+    }
+    expect(() => loadSettings({ APPKIND_APPKIND_SELECTOR: 'team=a,' })).toThrow(/; write one such as team=payments .*none to serve no AppKind, or unset APPKIND_APPKIND_SELECTOR/);
+    expect(() => bundleEnv({ appKindSelector: 'team in ()' })).toThrow(/^OperatorBundle: appKindSelector "team in \(\)" is not a label selector: .* lists no value; write one such as team=payments/);
   });
 
   it('the usage text shows each flag with its variable and the default from the table', () => {
