@@ -16,7 +16,15 @@ import { RestClient } from '../../operator/runtime/rest.js';
 import { applyManifests } from '../../tools/controlplane/apply.js';
 import { crObject, eventually, sharedCluster } from './cluster.js';
 import { allowPodsAgain, refusePodsOfImage } from './refuse-image.js';
-import { installAppKindRights, OperatorProcess, operatorWritesSince, prepareOperatorNamespace } from './operator-process.js';
+import {
+  appKindLabels,
+  installAppKindRights,
+  OperatorProcess,
+  operatorWritesSince,
+  prepareOperatorNamespace,
+  servesAppKindsOf,
+  TEST_NAMESPACE_LABEL,
+} from './operator-process.js';
 
 const exec = promisify(execFile);
 const FIELD_MANAGER = 'kubectl-client-side-apply';
@@ -41,9 +49,15 @@ function appKind(name: string, spec: Record<string, unknown>): AppKindResource {
   return {
     apiVersion: AppKindApiCrd.API_VERSION,
     kind: AppKindApiCrd.KIND,
-    metadata: { name },
+    metadata: { name, labels: appKindLabels(ns) },
     spec: { group, version: 'v1alpha1', image: 'takeyan/flask:0.0.3', port: 5000, ...spec },
   };
+}
+
+/** Whether the Deployment and Service of CR `name` in `namespace` exist. */
+async function childrenExist(namespace: string, name: string): Promise<boolean> {
+  const deployment = await rest.get<V1Deployment>({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { namespace, name: `${name}-deployment` } });
+  return !!deployment && !!(await rest.get<V1Service>({ apiVersion: 'v1', kind: 'Service', metadata: { namespace, name: `${name}-svc` } }));
 }
 
 /** AppKinds this file applied: deleted before its operator stops (see afterAll). */
@@ -85,14 +99,14 @@ beforeAll(async () => {
   // The operator makes CRDs for AppKinds in these groups (the leash), and reads and migrates their CRs.
   await installAppKindRights(prepared.kc, [SAMPLE_KIND], ns, [group, SAMPLE_KIND.group]);
   await applyManifests(prepared.kc, chart.toJson() as KubernetesObject[]);
-  operator = await OperatorProcess.start(ns, {});
+  operator = await OperatorProcess.start(ns, servesAppKindsOf(ns));
   await operator.waitForLog((l) => l.msg === 'appkind caches synced', 60_000);
 });
 
 afterAll(async () => {
-  // AppKinds are cluster-scoped and every operator serves all of them: left in the shared control
-  // plane, later files' operators would serve these kinds too (and, without rights on their CRs, never
-  // be ready). Deleted while this file's operator still runs, so it releases its finalizer (Retain).
+  // AppKinds are cluster-scoped: the shared control plane is left without this file's (no other file's
+  // operator selects them, but they would be clutter). Deleted while this file's operator still runs,
+  // so it releases its finalizer (Retain).
   for (const name of applied) {
     await rest?.delete({ apiVersion: AppKindApiCrd.API_VERSION, kind: AppKindApiCrd.KIND, metadata: { name } }).catch(() => undefined);
   }
@@ -146,15 +160,7 @@ describe('an AppKind applied with kubectl', () => {
     });
 
     await rest.apply(crObject(kind(), ns, 'first', { size: 1 }), FIELD_MANAGER);
-    await eventually(
-      "the CR's Deployment and Service",
-      async () =>
-        !!(await rest.get<V1Deployment>({
-          apiVersion: 'apps/v1',
-          kind: 'Deployment',
-          metadata: { namespace: ns, name: 'first-deployment' },
-        })) && !!(await rest.get<V1Service>({ apiVersion: 'v1', kind: 'Service', metadata: { namespace: ns, name: 'first-svc' } })),
-    );
+    await eventually("the CR's Deployment and Service", () => childrenExist(ns, 'first'));
   });
 
   test('a kind in the group version of a kind the operator served before it is found (discovery read again) and reconciles', async () => {
@@ -172,15 +178,7 @@ describe('an AppKind applied with kubectl', () => {
     await kubectlApply(appKind(akName, { ...same }));
     await readyOf(akName, 'True', 'Serving');
     await rest.apply(crObject(same, ns, 'same', { size: 1 }), FIELD_MANAGER);
-    await eventually(
-      'the Deployment of a CR of a kind in swallowlab.com/v1alpha1',
-      async () =>
-        !!(await rest.get<V1Deployment>({
-          apiVersion: 'apps/v1',
-          kind: 'Deployment',
-          metadata: { namespace: ns, name: 'same-deployment' },
-        })),
-    );
+    await eventually('the Deployment and Service of a CR of a kind in swallowlab.com/v1alpha1', () => childrenExist(ns, 'same'));
     await kubectl(undefined, 'delete', 'appkinds', akName, '--wait=true', '--timeout=60s');
   });
 
@@ -208,7 +206,7 @@ describe('an AppKind applied with kubectl', () => {
   test('a restart of the operator writes nothing to an AppKind whose status is current, nor to its CRD', async () => {
     await operator.stop();
     const since = new Date().toISOString();
-    operator = await OperatorProcess.start(ns, {});
+    operator = await OperatorProcess.start(ns, servesAppKindsOf(ns));
     await operator.waitForLog((l) => l.msg === 'appkind caches synced', 60_000);
     // Past a resync of every AppKind (10 s), which reads the caches only.
     await new Promise((r) => setTimeout(r, 15_000));
@@ -277,9 +275,7 @@ describe('an AppKind applied with kubectl', () => {
     await operator.waitForLog((l) => l.msg === 'appkind deleted; kind no longer served');
     expect(await getCrd(name())).toBeDefined();
     expect(await rest.get(crObject(kind(), ns, 'first'))).toBeDefined();
-    expect(
-      await rest.get({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { namespace: ns, name: 'first-deployment' } }),
-    ).toBeDefined();
+    expect(await childrenExist(ns, 'first')).toBe(true);
   });
 
   test('deleting an AppKind with deletionPolicy Delete deletes its CRD', async () => {
@@ -713,7 +709,7 @@ describe("the rollout of an AppKind's change to its apps, on the AppKind", () =>
     // Past a resync of every AppKind (10 s).
     await new Promise((r) => setTimeout(r, 15_000));
     await operator.stop();
-    operator = await OperatorProcess.start(ns, {});
+    operator = await OperatorProcess.start(ns, servesAppKindsOf(ns));
     await operator.waitForLog((l) => l.msg === 'appkind caches synced', 60_000);
     // The restarted operator reconciles every app again and every AppKind at least once more.
     await new Promise((r) => setTimeout(r, 15_000));
@@ -722,4 +718,81 @@ describe("the rollout of an AppKind's change to its apps, on the AppKind", () =>
     expect(after.metadata?.resourceVersion).toBe(before.metadata?.resourceVersion);
     expect(after.status?.rollout).toEqual({ updated: CRS, inFlight: 0, waiting: 0, failed: 0, failedApps: [] });
   }, 120_000);
+});
+
+describe('two operators in one cluster, each serving the AppKinds its APPKIND_APPKIND_SELECTOR picks', () => {
+  let other: { ns: string; group: string; operator: OperatorProcess };
+  let none: OperatorProcess;
+  /** An AppKind of kind `kind` (plural `<kind>s`, lower case) in the group `g`, labelled `labels`. */
+  const selected = (kind: string, g: string, labels: Record<string, string>): AppKindResource => {
+    const plural = `${kind.toLowerCase()}s`;
+    const ak = appKind(`${plural}.${g}`, { group: g, kind, plural, appName: kind.toLowerCase(), serviceType: 'ClusterIP' });
+    return { ...ak, metadata: { name: `${plural}.${g}`, labels } };
+  };
+  const ours = () => `selours.${group}`;
+  const theirs = () => `seltheirs.${other.group}`;
+  const nobodys = () => `selnobodys.${group}`;
+  const servings = () => operator.logs.filter((l) => l.msg === 'serving appkind' && l.appkind === ours()).length;
+  /** Writes by the operator of `namespace` since `since` that touch `what` (an AppKind's or a CRD's name). */
+  const writesTo = async (namespace: string, since: string, what: string) => (await operatorWritesSince(namespace, since)).filter((w) => w.includes(what));
+
+  beforeAll(async () => {
+    const prepared = await prepareOperatorNamespace('appkind-sel', [SAMPLE_KIND]);
+    const otherGroup = `${prepared.ns}.appkind-test.com`;
+    await installAppKindRights(prepared.kc, [SAMPLE_KIND], prepared.ns, [otherGroup]);
+    other = { ns: prepared.ns, group: otherGroup, operator: await OperatorProcess.start(prepared.ns, servesAppKindsOf(prepared.ns)) };
+    await other.operator.waitForLog((l) => l.msg === 'appkind caches synced', 60_000);
+    // Its AppKind source off: it watches the same namespace, where no CR is, and serves the kinds file alone.
+    none = await OperatorProcess.start(prepared.ns, { APPKIND_APPKIND_SELECTOR: 'none' });
+  });
+
+  afterAll(async () => {
+    await other?.operator.stop();
+    await none?.stop();
+  });
+
+  test('each serves only its own: status, finalizer and CRD of an AppKind come from the operator that selects it; one no operator selects is untouched', async () => {
+    const since = new Date().toISOString();
+    await kubectlApply(selected('SelNobody', group, { [TEST_NAMESPACE_LABEL]: `nobody-${ns}` }));
+    await kubectlApply(selected('SelOur', group, appKindLabels(ns)));
+    await kubectlApply(selected('SelTheir', other.group, appKindLabels(other.ns)));
+    await readyOf(ours(), 'True', 'Serving');
+    await readyOf(theirs(), 'True', 'Serving');
+    // Past a resync of every AppKind (10 s): by then an operator that listed the others would have written to them.
+    await new Promise((r) => setTimeout(r, 12_000));
+    expect(await writesTo(ns, since, theirs())).toEqual([]);
+    expect(await writesTo(other.ns, since, ours())).toEqual([]);
+    expect((await writesTo(ns, since, ours())).some((w) => w.startsWith('patch ') && w.includes(`/appkinds/${ours()}/status`))).toBe(true);
+    expect((await writesTo(other.ns, since, theirs())).some((w) => w.startsWith('create ') || w.startsWith('patch '))).toBe(true);
+    const untouched = (await getAppKind(nobodys()))!;
+    expect([untouched.status, untouched.metadata?.finalizers]).toEqual([undefined, undefined]);
+    expect(await getCrd(nobodys())).toBeUndefined();
+    expect([...(await writesTo(ns, since, nobodys())), ...(await writesTo(other.ns, since, nobodys()))]).toEqual([]);
+    // The operator with the source off never listed AppKinds.
+    expect(none.logs.filter((l) => l.controller === 'appkind-api')).toEqual([]);
+    expect(none.logs.find((l) => l.msg === 'operator starting')).toMatchObject({ appKinds: 'none' });
+  }, 120_000);
+
+  test('an AppKind relabelled away is no longer served by its operator, and its CRD, finalizer and status stay; labelled back, it is served again', async () => {
+    const since = new Date().toISOString();
+    const served = servings();
+    await kubectl(undefined, 'label', 'appkinds', ours(), `${TEST_NAMESPACE_LABEL}=nobody-${ns}`, '--overwrite');
+    await operator.waitForLog((l) => l.msg === 'appkind gone; kind no longer served' && l.appkind === ours());
+    const left = (await getAppKind(ours()))!;
+    expect(left.metadata?.finalizers).toContain('appkind.io/kind');
+    expect(ready(left)?.status).toBe('True');
+    expect(await getCrd(ours())).toBeDefined();
+    await kubectl(undefined, 'label', 'appkinds', ours(), `${TEST_NAMESPACE_LABEL}=${ns}`, '--overwrite');
+    await eventually('the kind served again', async () => servings() > served);
+    const selOur: AppKind = { group, version: 'v1alpha1', kind: 'SelOur', plural: 'selours', image: 'takeyan/flask:0.0.3', port: 5000, appName: 'selour', serviceType: 'ClusterIP' as AppKind['serviceType'] };
+    await rest.apply(crObject(selOur, ns, 'selour', { size: 0 }), FIELD_MANAGER);
+    await eventually("the CR's Deployment and Service", () => childrenExist(ns, 'selour'));
+    expect((await operatorWritesSince(ns, since)).filter((w) => w.startsWith('delete ') && w.includes(ours()))).toEqual([]);
+  }, 120_000);
+
+  test('an invalid selector is refused at start, naming APPKIND_APPKIND_SELECTOR and the fix', async () => {
+    await expect(OperatorProcess.start(other.ns, { APPKIND_APPKIND_SELECTOR: 'team in ()' })).rejects.toThrow(
+      /APPKIND_APPKIND_SELECTOR="team in \(\)" is not a label selector: "team in \(\)" lists no value; write one such as team=payments/,
+    );
+  });
 });

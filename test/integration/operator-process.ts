@@ -103,6 +103,21 @@ export async function installAppKindRights(kc: KubeConfig, kinds: AppKind[], nam
   await applyManifests(kc, copies);
 }
 
+/** The label that gives an AppKind to the test file whose namespace it names: that file's operator serves it. */
+export const TEST_NAMESPACE_LABEL = 'appkind.io/test-namespace';
+
+/** Labels of an AppKind served by the operator of namespace `ns` (with servesAppKindsOf(ns)). */
+export const appKindLabels = (ns: string): Record<string, string> => ({ [TEST_NAMESPACE_LABEL]: ns });
+
+/** An operator's env to serve the AppKinds labelled appKindLabels(ns) and no other test file's. */
+export const servesAppKindsOf = (ns: string): Record<string, string> => ({ APPKIND_APPKIND_SELECTOR: `${TEST_NAMESPACE_LABEL}=${ns}` });
+
+/** Whether `kubeconfig` is one of the shared control plane's (sharedServiceAccountKubeconfig writes them into its folder). */
+const onSharedControlPlane = (kubeconfig: string | undefined): boolean => {
+  const dir = process.env.APPKIND_TEST_CONTROLPLANE_DIR;
+  return !!dir && !!kubeconfig && kubeconfig.startsWith(`${dir}/`);
+};
+
 /** The admin's clients and a namespace an operator may serve. */
 export interface OperatorNamespace {
   readonly kc: KubeConfig;
@@ -198,7 +213,12 @@ export class OperatorProcess {
         PATH: process.env.PATH, HOME: process.env.HOME, ...(opts.kubeconfig ? { KUBECONFIG: opts.kubeconfig } : {}),
         // Plain HTTP /metrics on loopback, so tests read the metrics without a token of their own (and
         // without the TokenReview a scrape costs); metrics-auth.test.ts sets APPKIND_METRICS_SECURE=true.
-        APPKIND_METRICS_PORT: '0', APPKIND_HEALTH_PORT: '0', APPKIND_METRICS_SECURE: 'false', APPKIND_LOG_LEVEL: 'debug', ...opts.env,
+        APPKIND_METRICS_PORT: '0', APPKIND_HEALTH_PORT: '0', APPKIND_METRICS_SECURE: 'false', APPKIND_LOG_LEVEL: 'debug',
+        // Test files run their operators side by side on the shared control plane, where AppKinds are
+        // cluster-wide: there an operator serves none unless its test names its own (servesAppKindsOf).
+        // On a control plane of a test's own it keeps an install's default, every AppKind.
+        ...(onSharedControlPlane(opts.kubeconfig) ? { APPKIND_APPKIND_SELECTOR: 'none' } : {}),
+        ...opts.env,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
