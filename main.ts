@@ -3,7 +3,7 @@
 import { App, Chart } from 'cdk8s';
 import { OperatorBundle } from 'cdk8s-appkind';
 import { ConfigError, kindGroups, loadAppKinds, watchNamespaces } from 'appkind-operator/kinds';
-import { withPrefixedSettings } from 'appkind-operator/settings';
+import { appKindSelector, withPrefixedSettings } from 'appkind-operator/settings';
 import { addKindCharts } from './sample.js';
 
 try {
@@ -18,6 +18,7 @@ try {
     namespace: env.APPKIND_OPERATOR_NAMESPACE || undefined,
     watchNamespaces: watchNamespaces(env),
     kindGroups: kindGroups(env),
+    appKindSelector: appKindSelector(env),
   });
   app.synth();
 } catch (e) {

@@ -139,19 +139,25 @@ function textSetting(env: NodeJS.ProcessEnv, { env: name, default: fallback }: T
   return env[name] || fallback;
 }
 
-/** APPKIND_APPKIND_SELECTOR: `none`, a label selector checked before it is sent, or unset for every AppKind. */
-function appKindSelection(env: NodeJS.ProcessEnv): Pick<OperatorSettings, 'serveAppKinds' | 'appKindSelector'> {
+/**
+ * APPKIND_APPKIND_SELECTOR as written, checked: `none`, a label selector, or undefined (every AppKind).
+ * `npx cdk8s synth` and `npm run release` write it into the bundle (appKindSelector).
+ */
+export function appKindSelector(env: NodeJS.ProcessEnv): string | undefined {
   const { env: name } = S.appKindSelector;
-  const raw = textSetting(env, S.appKindSelector)?.trim();
-  if (!raw) return { serveAppKinds: true };
-  if (raw === NO_APPKINDS) return { serveAppKinds: false };
-  const problem = labelSelectorProblem(raw);
+  const raw = textSetting(withPrefixedSettings(env).env, S.appKindSelector)?.trim();
+  const problem = raw && raw !== NO_APPKINDS ? labelSelectorProblem(raw) : undefined;
   if (problem) {
     throw new ConfigError(
       `${name}="${raw}" is not a label selector: ${problem}; write one such as team=payments or 'team in (a,b)', ${NO_APPKINDS} to serve no AppKind, or unset ${name} to serve every AppKind (OperatorBundle appKindSelector, Helm value appKindSelector)`,
     );
   }
-  return { serveAppKinds: true, appKindSelector: raw };
+  return raw || undefined;
+}
+
+function appKindSelection(env: NodeJS.ProcessEnv): Pick<OperatorSettings, 'serveAppKinds' | 'appKindSelector'> {
+  const selector = appKindSelector(env);
+  return selector === NO_APPKINDS ? { serveAppKinds: false } : { serveAppKinds: true, appKindSelector: selector };
 }
 
 function configMapOf(raw: string | undefined, podNamespace: string | undefined): OperatorSettings['configMap'] {

@@ -18,7 +18,8 @@
 //                 (needs the prometheus-operator CRDs; docs/monitoring.md)
 // Kinds come from the usual configuration (APPKIND_CONFIG, the six variables, else the sample kind);
 // APPKIND_KIND_GROUPS (comma-separated) lists the API groups AppKinds may define kinds in, written into
-// install.yaml (the bundle's kindGroups) and the chart's kindGroups (default none: no CRD is made).
+// install.yaml (the bundle's kindGroups) and the chart's kindGroups (default none: no CRD is made);
+// APPKIND_APPKIND_SELECTOR, the AppKinds the operator serves, into both the same way (default every AppKind).
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -71,7 +72,7 @@ function manifests(image: string, env: NodeJS.ProcessEnv, monitoring: boolean): 
 function chart(image: string, env: NodeJS.ProcessEnv, monitoring: boolean): void {
   const dir = join(OUT, 'chart', CHART_NAME);
   const props = bundleProps(env, image);
-  writeChart(dir, image, props.kinds, monitoring, props.kindGroups);
+  writeChart(dir, image, props.kinds, monitoring, props.kindGroups, props.appKindSelector);
   const archive = `${CHART_NAME}-${VERSION}.tgz`;
   execFileSync('tar', ['-czf', join(OUT, archive), '-C', join(OUT, 'chart'), CHART_NAME]);
   const same = `the objects of install.yaml${monitoring ? ', monitoring.enabled' : ''}, less the Namespace --create-namespace makes`;

@@ -154,11 +154,12 @@ export interface OperatorBundleProps {
    */
   readonly kindGroups?: string[];
   /**
-   * Which AppKind objects this operator serves (APPKIND_APPKIND_SELECTOR): a Kubernetes label selector
-   * such as `team=payments`, so that two operators in one cluster (two teams) each serve their own; the
-   * operator lists and watches only the AppKinds it selects and never writes to the others. `none`
-   * serves no AppKind (the kinds file only). An AppKind that stops matching is no longer served, and
-   * its CRD, CRs and finalizer stay (docs/configuration.md).
+   * Which AppKind objects this operator serves (APPKIND_APPKIND_SELECTOR), a Kubernetes label selector such as `team=payments`.
+   *
+   * Two operators in one cluster (two teams) each serve their own: the operator lists and watches only
+   * the AppKinds it selects and never writes to the others. `none` serves no AppKind (the kinds file
+   * only). An AppKind that stops matching is no longer served, and its CRD, CRs and finalizer stay
+   * (docs/configuration.md).
    * @default "" - every AppKind in the cluster
    */
   readonly appKindSelector?: string;

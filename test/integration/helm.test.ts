@@ -192,7 +192,7 @@ describe('the chart charts/appkind-operator', () => {
     expect(JSON.stringify(objects)).not.toContain('appkind-system');
   });
 
-  test('helm template with other image, replicas, resources, namespaces and kinds gives what the construct renders for them', async () => {
+  test('helm template with other image, replicas, resources, namespaces, AppKind selector and kinds gives what the construct renders for them', async () => {
     const kindsFile = join(root, 'examples', 'real-apps.yaml');
     const props: OperatorBundleProps = {
       kinds: loadAppKinds({ APPKIND_CONFIG: kindsFile }),
@@ -203,6 +203,7 @@ describe('the chart charts/appkind-operator', () => {
       namespace: 'ops',
       createNamespace: false,
       watchNamespaces: ['team-a', 'team-b'],
+      appKindSelector: 'team in (payments,billing)',
     };
     const values = join(scratch, 'values.yaml');
     writeFileSync(values, stringify({ ...props, kinds: undefined, namespace: undefined }));

@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
+import type { V1Deployment } from '@kubernetes/client-node';
 import { SAMPLE_KIND } from 'appkind-operator/kinds';
-import { bundleProps, kindsObjects } from '../../tools/release/manifests.js';
+import { bundleObjects, bundleProps, kindsObjects } from '../../tools/release/manifests.js';
 
 const names = (kindGroups: string[]) => kindsObjects({ kinds: [SAMPLE_KIND], kindGroups }).map((o) => `${o.kind}/${o.metadata!.name}`);
 
@@ -25,5 +26,14 @@ describe("what a kinds edit installs (npm run kinds), with AppKinds' kind groups
     expect(bundleProps({ APPKIND_KIND_GROUPS: 'apps.example.com,team.example.org' }).kindGroups).toEqual(['apps.example.com', 'team.example.org']);
     expect(bundleProps({}).kindGroups).toEqual([]);
     expect(() => bundleProps({ APPKIND_KIND_GROUPS: 'apps.k8s.io' })).toThrow(/APPKIND_KIND_GROUPS: "apps.k8s.io" is a Kubernetes group/);
+  });
+
+  it("takes the AppKind selector from APPKIND_APPKIND_SELECTOR into the operator's env, as npm run release does", () => {
+    const env = (props: ReturnType<typeof bundleProps>) =>
+      (bundleObjects(props).find((o) => o.kind === 'Deployment') as V1Deployment).spec!.template.spec!.containers[0]!.env!;
+    expect(env(bundleProps({ APPKIND_APPKIND_SELECTOR: ' team=payments ' }))).toContainEqual({ name: 'APPKIND_APPKIND_SELECTOR', value: 'team=payments' });
+    expect(env(bundleProps({ APPKIND_APPKIND_SELECTOR: 'none' }))).toContainEqual({ name: 'APPKIND_APPKIND_SELECTOR', value: 'none' });
+    expect(env(bundleProps({})).map((e) => e.name)).not.toContain('APPKIND_APPKIND_SELECTOR');
+    expect(() => bundleProps({ APPKIND_APPKIND_SELECTOR: 'team=a,' })).toThrow(/^APPKIND_APPKIND_SELECTOR="team=a," is not a label selector: .*stray comma/);
   });
 });

@@ -88,13 +88,14 @@ export function chartKindGroups(dir = CHART_DIR): string[] {
 
 /**
  * Copies the chart to `dir` with `image`, `kinds` and `kindGroups` (and, with `monitoring`,
- * monitoring.enabled) as its defaults: values.yaml keeps its comments, and files/kinds.yaml is rendered
+ * monitoring.enabled; with `appKindSelector`, appKindSelector) as its defaults: values.yaml keeps its comments, and files/kinds.yaml is rendered
  * again when the kinds or kind groups differ from the chart's.
  */
-export function writeChart(dir: string, image: string, kinds: AppKind[], monitoring = false, kindGroups: string[] = []): void {
+export function writeChart(dir: string, image: string, kinds: AppKind[], monitoring = false, kindGroups: string[] = [], appKindSelector?: string): void {
   cpSync(CHART_DIR, dir, { recursive: true });
   const values = parseDocument(readFileSync(join(dir, 'values.yaml'), 'utf8'));
   values.set('image', image);
+  if (appKindSelector) values.set('appKindSelector', appKindSelector);
   if (monitoring) values.setIn(['monitoring', 'enabled'], true);
   if (JSON.stringify(kinds) !== JSON.stringify(chartKinds()) || JSON.stringify(kindGroups) !== JSON.stringify(chartKindGroups())) {
     values.set('kinds', kinds);

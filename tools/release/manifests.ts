@@ -5,9 +5,9 @@ import type { KubernetesObject } from '@kubernetes/client-node';
 import { App, Chart, Yaml } from 'cdk8s';
 import { OperatorBundle, OperatorBundleProps, OperatorMonitoring } from 'cdk8s-appkind';
 import { kindGroups, loadAppKinds, watchNamespaces } from 'appkind-operator/kinds';
-import { withPrefixedSettings } from 'appkind-operator/settings';
+import { appKindSelector, withPrefixedSettings } from 'appkind-operator/settings';
 
-/** The bundle's props from the configuration: kinds, APPKIND_OPERATOR_IMAGE/NAMESPACE, APPKIND_WATCH_NAMESPACE, APPKIND_KIND_GROUPS. */
+/** The bundle's props from the configuration: kinds, APPKIND_OPERATOR_IMAGE/NAMESPACE, APPKIND_WATCH_NAMESPACE, APPKIND_KIND_GROUPS, APPKIND_APPKIND_SELECTOR. */
 export function bundleProps(given: NodeJS.ProcessEnv, image?: string): OperatorBundleProps {
   const { env } = withPrefixedSettings(given);
   return {
@@ -16,6 +16,7 @@ export function bundleProps(given: NodeJS.ProcessEnv, image?: string): OperatorB
     namespace: env.APPKIND_OPERATOR_NAMESPACE || undefined,
     watchNamespaces: watchNamespaces(env),
     kindGroups: kindGroups(env),
+    appKindSelector: appKindSelector(env),
   };
 }
 
