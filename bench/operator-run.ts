@@ -89,6 +89,19 @@ function sampleInFlight(port: number): { stop: () => Promise<number> } {
   return { stop: async () => ((running = false), await loop, most) };
 }
 
+/**
+ * The most Deployments rolling at once, counted from their own status as the watch shows them (every
+ * 200 ms): at the rollout image and not yet every replica updated and ready.
+ */
+function sampleRolling(deployments: Tracker<V1Deployment>): { stop: () => number } {
+  let most = 0;
+  const rolling = (d: V1Deployment) => d.spec?.template.spec?.containers[0]?.image === ROLLOUT_IMAGE && !deploymentRolledOut(d);
+  const timer = setInterval(() => {
+    most = Math.max(most, deployments.list().filter(rolling).length);
+  }, 200);
+  return { stop: () => (clearInterval(timer), most) };
+}
+
 async function startOperator(env: NodeJS.ProcessEnv, port: number, s: Settings, name: string): Promise<OperatorProcess> {
   const prof = s.profile ? ['--cpu-prof', `--cpu-prof-dir=${s.profile}`, `--cpu-prof-name=${name}.cpuprofile`] : [];
   const child = spawn(process.execPath, [...prof, OPERATOR_MAIN], { cwd: root, env, stdio: ['ignore', 'inherit', 'inherit'] });
@@ -196,6 +209,7 @@ async function operatorRun(n: number, s: Settings, onExit: (code: number | null)
         const rolloutApiserverCpu = cpuMeter(cp.pids()['kube-apiserver']!);
         op = await startOperator({ ...env, APPKIND_KINDS: JSON.stringify({ kinds: [rolloutKindOf(s)] }) }, port, s, `operator-${n}-restarted`);
         const inFlight = s.waves ? sampleInFlight(port) : undefined;
+        const rolling = sampleRolling(deployments);
         const rolloutCpu = cpuMeter(op.pid);
         const rolledOut = (r: Resource) => {
           const ready = r.status?.conditions?.find((c) => c.type === 'Ready') as { status: string; lastTransitionTime?: string } | undefined;
@@ -207,6 +221,7 @@ async function operatorRun(n: number, s: Settings, onExit: (code: number | null)
         // Operator CPU from its readiness (cache sync) on; kube-apiserver CPU from the restart on.
         rollout = {
           seconds: seconds(tRollout), image: ROLLOUT_IMAGE, operatorCpuSeconds: rolloutCpu(), apiserverCpuSeconds: rolloutApiserverCpu(),
+          mostRolling: rolling.stop(),
           ...(inFlight ? { maxConcurrent: s.waves, mostInFlight: await inFlight.stop() } : {}),
         };
       }
@@ -235,7 +250,11 @@ async function operatorRun(n: number, s: Settings, onExit: (code: number | null)
         heapUsedMiB,
         editLatencyMs: { count: latencies.length, p50: percentile(latencies, 50), p90: percentile(latencies, 90), p99: percentile(latencies, 99), max: percentile(latencies, 100) },
         requests: { create, scale, ...(rollout ? { rollout: rolloutRequests } : {}) },
-        writesPerApp: { create: writesPerApp(audit, n, tCreateIso, tScaleIso), scale: writesPerApp(audit, n, tScaleIso, tScaledIso) },
+        writesPerApp: {
+          create: writesPerApp(audit, n, tCreateIso, tScaleIso),
+          scale: writesPerApp(audit, n, tScaleIso, tScaledIso),
+          ...(rollout ? { rollout: writesPerApp(audit, n, tRolloutIso, tRolloutEndIso) } : {}),
+        },
         statusPatchesPerCr: { create: statusPatches(create), scale: statusPatches(scale), rollout: rollout ? statusPatches(rolloutRequests) : undefined },
         steadyState: { seconds: s.steadySeconds, writes: sum(steady, isWrite), reconciles: steadyReconciles },
         rollout,

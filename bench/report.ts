@@ -98,7 +98,7 @@ const writes = (counts: RequestCounts) => Object.entries(counts).filter(([w]) =>
 const reads = (counts: RequestCounts) => Object.entries(counts).filter(([w]) => /^(get|list) /.test(w)).reduce((s, [, n]) => s + n, 0);
 const perCr = (count: number, n: number) => (count / n).toFixed(2);
 
-const dash = (v: number | undefined, unit = '') => (v === undefined ? '-' : `${v}${unit}`);
+const dash = (v: number | string | undefined, unit = '') => (v === undefined ? '-' : `${v}${unit}`);
 
 type RatioName = 'create' | 'scale' | 'rollout' | 'apiserverCpu' | 'allCpu';
 
@@ -308,6 +308,27 @@ export function table(r: BenchResults): string {
         `${o.editLatencyMs.p50} / ${o.editLatencyMs.p99} ms; ${u.editLatencyMs.p50} / ${u.editLatencyMs.p99} ms (**${q.editP50}** / ${spreadCell(m?.editP99, q.editP99)}) | ${q.create} / ${q.scale} |`);
     }
   }
+  const waves = r.wavesRuns ?? [];
+  if (waves.length > 0) {
+    lines.push(
+      '',
+      'A kind-wide image change in waves (`--waves`): the rollout phase with the kind\'s `rollout.maxConcurrent`; the floor ' +
+        'applies every new Deployment at once. The most Deployments rolling at once is counted from their status (at the new image, ' +
+        'not every replica updated and ready; sampled every 200 ms), beside the most in flight the operator\'s `/metrics` showed. ' +
+        'Create and scale of the same run against the floors, to show the waves cost the other phases nothing:',
+      '',
+      '| N | maxConcurrent | roll all: floor (at once) / operator (waves) | most Deployments rolling at once (status) / in flight (operator metrics) | writes per app in the rollout (every client) | operator status patches per CR in the rollout | create / scale: operator / floor (/ CR floor) | steady state: writes / reconciles | run (UTC), code, load average before / after |',
+      '|---|---|---|---|---|---|---|---|---|',
+    );
+    for (const run of waves) {
+      const o = run.operator;
+      const ro = o.rollout;
+      const q = run.ratios;
+      lines.push(`| ${run.n} | ${dash(ro?.maxConcurrent)} | ${dash(run.floor.rolloutSeconds, ' s')} / ${dash(ro?.seconds, ' s')} | ${dash(ro?.mostRolling)} / ${dash(ro?.mostInFlight)} | ` +
+        `${dash(o.writesPerApp?.rollout)} | ${dash(o.statusPatchesPerCr.rollout)} | ${q.create} / ${q.scale}${q.crFloor ? ` (${q.crFloor.create} / ${q.crFloor.scale})` : ''} | ` +
+        `${o.steadyState.writes} / ${o.steadyState.reconciles} in ${o.steadyState.seconds} s | ${run.date.slice(0, 16).replace('T', ' ')}, ${run.commit}, ${run.loadAverage.start.join(' ')} / ${run.loadAverage.after.join(' ')} |`);
+    }
+  }
   lines.push(
     '',
     '| N | run (UTC) | command | code | load average before / after (1, 5, 15 min) | settings |',
@@ -330,20 +351,24 @@ export const REPORT_END = '<!-- bench:end -->';
  * date, command, code and load), and replaces the tables between the markers of docs/benchmark.md
  * and the charts beside them (docs/benchmark-*.svg, charts.ts).
  */
-export function writeResults(root: string, fresh: BenchResults): BenchResults {
+export function writeResults(root: string, fresh: BenchResults, opts: { waves?: boolean } = {}): BenchResults {
   const path = join(root, 'bench', 'results.json');
-  let kept: BenchRun[] = [];
-  // What `npm run bench:bad-neighbours` wrote there is its own run: keep it.
-  let badNeighbours: unknown;
+  let old: Partial<BenchResults> & { badNeighbours?: unknown } = {};
   try {
-    const old = JSON.parse(readFileSync(path, 'utf8')) as Partial<BenchResults> & { badNeighbours?: unknown };
-    badNeighbours = old.badNeighbours;
-    // Runs written before runs carried their own date and command are not comparable: dropped.
-    kept = (old.runs ?? []).filter((r) => typeof r.date === 'string' && !fresh.runs.some((f) => f.n === r.n));
+    old = JSON.parse(readFileSync(path, 'utf8')) as typeof old;
   } catch {
     // no file yet, or not JSON: start over
   }
-  const results: BenchResults = { ...fresh, runs: [...kept, ...fresh.runs].sort((a, b) => a.n - b.n) };
+  // What `npm run bench:bad-neighbours` wrote there is its own run: keep it.
+  const badNeighbours = old.badNeighbours;
+  // Runs written before runs carried their own date and command are not comparable: dropped.
+  const dated = (runs: BenchRun[] | undefined) => (runs ?? []).filter((r) => typeof r.date === 'string');
+  const merged = (runs: BenchRun[] | undefined) =>
+    [...dated(runs).filter((r) => !fresh.runs.some((f) => f.n === r.n)), ...fresh.runs].sort((a, b) => a.n - b.n);
+  // A --waves run is a study of the rollout phase: kept beside the main runs of each N, not in their place.
+  const results: BenchResults = opts.waves
+    ? { ...fresh, runs: dated(old.runs), wavesRuns: merged(old.wavesRuns) }
+    : { ...fresh, runs: merged(old.runs), ...(old.wavesRuns ? { wavesRuns: dated(old.wavesRuns) } : {}) };
   writeFileSync(path, `${JSON.stringify({ ...results, badNeighbours }, null, 2)}\n`);
   const reportPath = join(root, 'docs', 'benchmark.md');
   const report = readFileSync(reportPath, 'utf8');

@@ -22,7 +22,7 @@ export interface FloorRun {
   readonly writesPerApp?: WritesPerApp;
 }
 
-export interface WritesPerApp { readonly create: number; readonly scale: number }
+export interface WritesPerApp { readonly create: number; readonly scale: number; readonly rollout?: number }
 
 export interface OperatorRun extends FloorRun {
   /** Operator CPU over the same window as apiserverCpuSeconds. */
@@ -41,6 +41,8 @@ export interface OperatorRun extends FloorRun {
    */
   readonly rollout?: {
     readonly seconds: number; readonly image: string; readonly operatorCpuSeconds: number; readonly apiserverCpuSeconds: number;
+    /** The most Deployments rolling at once (at the new image, not every replica updated and ready), from their status every 200 ms. */
+    readonly mostRolling?: number;
     /** With --waves: the kind's rollout.maxConcurrent, and the most apps in flight the operator's /metrics showed (sampled each second). */
     readonly maxConcurrent?: string; readonly mostInFlight?: number;
   };
@@ -180,4 +182,6 @@ export interface BenchResults {
   readonly machine: { cpus: number; cpuModel: string; memoryGiB: number; node: string; kubernetes: string };
   /** One per N, the latest run of each. */
   readonly runs: BenchRun[];
+  /** `--waves` runs, one per N, the latest of each: the rollout phase in the kind's waves. */
+  readonly wavesRuns?: BenchRun[];
 }

@@ -81,7 +81,7 @@ async function main(): Promise<void> {
       // Written after each repetition: a later one that fails keeps the finished ones.
       runs[at] = run;
       const machine = { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version, kubernetes };
-      const results = writeResults(root, { date: new Date().toISOString(), machine, runs });
+      const results = writeResults(root, { date: new Date().toISOString(), machine, runs }, { waves: !!s.waves });
       if (n === s.ns.at(-1) && rep === s.repeat) process.stdout.write(`${table(results)}\n`);
     }
   }

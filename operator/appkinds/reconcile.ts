@@ -1,8 +1,9 @@
 // One AppKind to one served kind: its spec checked as the kinds file's kinds are, its CRD's name
 // checked against the CRDs and kinds of others, a change of its CRD checked against the CRs stored
 // under it, the CRD applied and awaited, the kind served, stored CRs moved to a new storage version,
-// the kind's rollout to its apps reported, and status written only when it changed (a steady state
-// writes nothing). Deleting it acts on its deletionPolicy under the finalizer.
+// the kind's rollout to its apps reported (rollout-report.ts), and status written only when it changed
+// (status-writer.ts: a steady state writes nothing). Deleting it acts on its deletionPolicy under the
+// finalizer.
 import type { V1CustomResourceDefinition } from '@kubernetes/client-node';
 import { AppKind, AppKindApiCrd, AppKindCrd } from 'cdk8s-appkind';
 import { needsStorageMigration, refusedCrdChange, storageOf } from '../kinds/crd-change.js';
@@ -14,10 +15,12 @@ import type { Logger } from '../runtime/log.js';
 import type { HandlerResult } from '../runtime/queue.js';
 import { MERGE_PATCH, resourcePath, RestClient } from '../runtime/rest.js';
 import type { KindSources } from '../controller/kind-sources.js';
-import { rolloutCondition, RolloutSummary } from '../controller/waves.js';
+import type { RolloutSummary } from '../controller/waves.js';
 import { applied, CrdPlanner, planCrd } from './crd-plan.js';
 import type { StorageMigrations } from './migrations.js';
-import type { AppKindCondition, AppKindMigration, AppKindResource, AppKindRollout, AppKindStatus } from './types.js';
+import { RolloutReport } from './rollout-report.js';
+import { AppKindStatusWriter, canonical } from './status-writer.js';
+import type { AppKindCondition, AppKindMigration, AppKindResource, AppKindStatus } from './types.js';
 
 /** Why an AppKind is Ready or not (status.conditions[Ready].reason). */
 export const AppKindReason = {
@@ -42,12 +45,6 @@ const SPEC_NAMES: Partial<Record<keyof AppKind, string>> = Object.fromEntries(Ob
 
 /** How soon a CRD the API server has not established yet is looked at again. */
 const NOT_ESTABLISHED_RETRY_MS = 1000;
-
-/** While its kind's rollout moves, status.rollout is written at most this often (its start, stop and end at once). */
-const ROLLOUT_REFRESH_MS = 2000;
-/** After a change of the served settings, how often and how long to look for the rollout starting, to write it at once. */
-const ROLLOUT_START_POLL_MS = 250;
-const ROLLOUT_START_MS = 10_000;
 
 /** What reconciling AppKinds reads and writes through. */
 export interface AppKindReconcilerDeps {
@@ -91,55 +88,23 @@ function crdNameOfSpec(ak: AppKindResource): string | undefined {
   return `${plural}.${spec.group}`;
 }
 
-/** A rollout with apps in flight, waiting or failed, or stopped: not done. */
-const going = (r: AppKindRollout) => r.inFlight > 0 || r.waiting > 0 || r.failed > 0 || r.stopped !== undefined;
-
-const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v);
-
-/** The JSON merge patch from `live` to `next`: a key `next` drops is null, in nested objects too (lists are replaced whole). */
-function mergePatch(live: Record<string, unknown>, next: Record<string, unknown>): Record<string, unknown> {
-  const patch: Record<string, unknown> = Object.fromEntries(
-    Object.keys(live)
-      .filter((k) => next[k] === undefined)
-      .map((k) => [k, null]),
-  );
-  for (const [k, v] of Object.entries(next)) {
-    if (v === undefined) continue;
-    const before = live[k];
-    patch[k] = isObject(v) && isObject(before) ? mergePatch(before, v) : v;
-  }
-  return patch;
-}
-
-/** JSON with keys sorted and undefined dropped: equal for equal statuses whatever order the server keeps. */
-function canonical(value: unknown): string {
-  return JSON.stringify(value, (_, v: unknown) =>
-    v && typeof v === 'object' && !Array.isArray(v)
-      ? Object.fromEntries(
-          Object.entries(v)
-            .filter(([, x]) => x !== undefined)
-            .sort(([a], [b]) => a.localeCompare(b)),
-        )
-      : v,
-  );
-}
-
 export class AppKindReconciler {
   private readonly planner: CrdPlanner;
   private readonly now: () => Date;
-  /**
-   * The last status written per AppKind and the resourceVersion the write made: until the cache
-   * shows that write, the same status is not written again (nor its Event recorded twice).
-   */
-  private readonly written = new Map<string, { status: string; resourceVersion?: string }>();
-  /** When status.rollout of an AppKind was last given new counts (ms): a moving rollout's are paced. */
-  private readonly rolloutWritten = new Map<string, number>();
-  /** AppKinds whose served settings changed, until when their rollout is looked for (ms). */
-  private readonly rolloutStarting = new Map<string, number>();
+  private readonly status: AppKindStatusWriter;
+  private readonly rollouts: RolloutReport;
 
   constructor(private readonly deps: AppKindReconcilerDeps) {
     this.planner = deps.planner ?? planCrd;
     this.now = deps.now ?? (() => new Date());
+    // Waiting a moment for the API server to establish a CRD is no news worth an Event.
+    this.status = new AppKindStatusWriter({ rest: deps.rest, events: deps.events, quietReasons: [AppKindReason.CRD_NOT_ESTABLISHED] });
+    this.rollouts = new RolloutReport({
+      rollout: deps.rollout,
+      resourceCount: deps.resourceCount,
+      now: this.now,
+      timestamp: () => this.timestamp(),
+    });
   }
 
   async reconcile(name: string, log: Logger): Promise<HandlerResult> {
@@ -147,8 +112,8 @@ export class AppKindReconciler {
     const ak = this.deps.appKind(name);
     if (!ak) {
       // Gone without our finalizer (removed by hand): stop serving it, leave its CRD.
-      this.rolloutWritten.delete(name);
-      this.rolloutStarting.delete(name);
+      this.rollouts.forget(name);
+      this.status.forget(name);
       const changes = sources.removeAppKind(name);
       if (changes) log.info('appkind gone; kind no longer served', { ...changes });
       return;
@@ -247,7 +212,7 @@ export class AppKindReconciler {
       );
     }
     if (!established(current)) {
-      await this.writeStatus(
+      await this.status.write(
         ak,
         {
           ...this.observed(ak, current),
@@ -274,7 +239,7 @@ export class AppKindReconciler {
     if (failure?.code === 403) {
       // The CRD is served, but the operator may not read its CRs (a cluster's RBAC grants it its own kinds only).
       const message = `AppKind ${name}: CRD ${crdName} is served, but the operator may not list its resources (${failure.message.split('\n')[0]}); grant the operator's ServiceAccount get, list and watch on ${kind.plural} and patch on ${kind.plural}/status in the API group ${kind.group}`;
-      await this.writeStatus(
+      await this.status.write(
         ak,
         { ...this.observed(ak, current), conditions: this.conditions(ak, 'False', AppKindReason.RESOURCES_FORBIDDEN, message) },
         log,
@@ -282,10 +247,10 @@ export class AppKindReconciler {
       return;
     }
     const storage = this.storage(ak, kind, current!, log);
-    if (changed) this.rolloutStarting.set(name, this.now().getTime() + ROLLOUT_START_MS);
-    const rollout = this.rollout(ak, kind);
+    if (changed) this.rollouts.changed(name);
+    const rollout = this.rollouts.of(ak, kind);
     const message = `serving ${kind.kind}.${kind.group}/${kind.version} from CRD ${crdName}${storage.note}`;
-    await this.writeStatus(
+    await this.status.write(
       ak,
       {
         ...this.observed(ak, current),
@@ -303,57 +268,6 @@ export class AppKindReconciler {
     );
     const retries = [storage.retryInMs, rollout.refreshInMs].filter((ms) => ms !== undefined);
     if (retries.length) return { requeueAfterMs: Math.min(...retries) };
-  }
-
-  /**
-   * status.rollout and its RolloutStopped condition. The kind's rollout is written while it is not
-   * done, as it finishes, and once every CR of the kind is counted in it; else the one written stays:
-   * after a restart each app is counted again as it is reconciled, and numbers climbing back to what
-   * status says already are no news worth a write. A moving rollout's counts are written every
-   * ROLLOUT_REFRESH_MS at most; its start, its stop and its end at once.
-   */
-  private rollout(ak: AppKindResource, kind: AppKind): { status?: AppKindRollout; condition?: AppKindCondition; refreshInMs?: number } {
-    const name = ak.metadata!.name!;
-    const nowMs = this.now().getTime();
-    const summary = this.deps.rollout?.(kind.kind);
-    const stored = ak.status?.rollout;
-    let status = stored;
-    let refreshInMs: number | undefined;
-    if (summary) {
-      const { updated, inFlight, waiting, failed, failedApps, stopped } = summary;
-      const now: AppKindRollout = { updated, inFlight, waiting, failed, failedApps, stopped };
-      const counted = updated + inFlight + waiting + failed;
-      const started = going(now) || counted === this.deps.resourceCount(kind.kind);
-      const until = this.rolloutStarting.get(name);
-      if (until !== undefined && !started && nowMs < until) refreshInMs = ROLLOUT_START_POLL_MS;
-      else this.rolloutStarting.delete(name);
-      if (started || (stored && going(stored) && counted > 0)) status = now;
-      // Progress within a rollout that moves (not its start, stop or end) waits for its turn to be written.
-      const progress = stored && going(stored) && going(now) && !!stored.stopped === !!now.stopped;
-      const wait = (this.rolloutWritten.get(name) ?? -Infinity) + ROLLOUT_REFRESH_MS - nowMs;
-      if (status !== stored && canonical(status) !== canonical(stored)) {
-        if (progress && wait > 0) {
-          status = stored;
-          refreshInMs = Math.min(refreshInMs ?? wait, wait);
-        } else {
-          this.rolloutWritten.set(name, nowMs);
-        }
-      }
-    }
-    if (!status) return { refreshInMs };
-    const moving = !status.stopped && (status.inFlight > 0 || status.waiting > 0);
-    if (moving) refreshInMs = Math.min(refreshInMs ?? ROLLOUT_REFRESH_MS, ROLLOUT_REFRESH_MS);
-    const { type, status: stopped, reason, message } = rolloutCondition(kind.kind, status);
-    const before = ak.status?.conditions?.find((c) => c.type === type);
-    const condition: AppKindCondition = {
-      type,
-      status: stopped,
-      reason,
-      message: message.slice(0, 32768),
-      lastTransitionTime: before && before.status === stopped ? before.lastTransitionTime : this.timestamp(),
-      observedGeneration: ak.metadata?.generation,
-    };
-    return { status, condition, refreshInMs };
   }
 
   /**
@@ -440,7 +354,7 @@ export class AppKindReconciler {
   /** Ready=False with the reason; what is served does not change (a migration under way goes on and reports). */
   private async refuse(ak: AppKindResource, reason: string, message: string, log: Logger, migration?: AppKindMigration): Promise<void> {
     log.warn('appkind refused', { reason, message });
-    await this.writeStatus(
+    await this.status.write(
       ak,
       {
         ...ak.status,
@@ -469,47 +383,13 @@ export class AppKindReconciler {
       .replace(/\.\d{3}Z$/, 'Z');
   }
 
-  /** A merge patch of status when it differs from the cached one (fields no longer set are removed); an Event when Ready changes. */
-  private async writeStatus(ak: AppKindResource, status: AppKindStatus, log: Logger): Promise<void> {
-    const live = ak.status ?? {};
-    const name = ak.metadata!.name!;
-    const next = canonical(status);
-    if (canonical(live) === next) return;
-    if (this.cacheBehindWrite(name, ak, next)) return;
-    const written = await this.deps.rest.patchStatus(ak, mergePatch({ ...live }, { ...status }));
-    this.written.set(name, { status: next, resourceVersion: written.metadata?.resourceVersion });
-    const before = live.conditions?.find((c) => c.type === 'Ready');
-    const ready = status.conditions?.find((c) => c.type === 'Ready');
-    // Waiting a moment for the API server to establish a CRD is no news worth an Event.
-    const news = ready && ready.reason !== AppKindReason.CRD_NOT_ESTABLISHED;
-    if (ready && news && (ready.status !== before?.status || ready.reason !== before?.reason || ready.message !== before?.message)) {
-      log.info('appkind status', { ready: ready.status, reason: ready.reason });
-      void this.deps.events.record(ak, ready.status === 'True' ? 'Normal' : 'Warning', ready.reason, ready.message, log);
-    }
-  }
-
-  /** Whether `status` is what this process last wrote and the cached AppKind is older than that write. */
-  private cacheBehindWrite(name: string, ak: AppKindResource, status: string): boolean {
-    const last = this.written.get(name);
-    if (!last) return false;
-    const cached = ak.metadata?.resourceVersion;
-    // resourceVersions are etcd revisions: numbers in practice, opaque by contract (then: equal or not).
-    const behind =
-      /^\d+$/.test(cached ?? '') && /^\d+$/.test(last.resourceVersion ?? '')
-        ? BigInt(cached!) < BigInt(last.resourceVersion!)
-        : cached !== last.resourceVersion;
-    if (!behind) this.written.delete(name);
-    return behind && last.status === status;
-  }
-
   /** Deleting: stop serving, act on deletionPolicy, then let the AppKind go. */
   private async finalize(ak: AppKindResource, log: Logger): Promise<void> {
     const name = ak.metadata!.name!;
     if (!ak.metadata?.finalizers?.includes(AppKindApiCrd.FINALIZER)) return;
     const changes = this.deps.sources.removeAppKind(name);
-    this.written.delete(name);
-    this.rolloutWritten.delete(name);
-    this.rolloutStarting.delete(name);
+    this.status.forget(name);
+    this.rollouts.forget(name);
     if (changes) log.info('appkind deleted; kind no longer served', { ...changes });
     const crdName = crdNameOfSpec(ak);
     if (crdName) await this.deps.migrations?.stop(crdName);

@@ -1,16 +1,16 @@
 // Go: jsii-pacmak generates Go bindings of the packed library, and of cdk8s and cdk8s-plus-27 from
 // their .jsii assemblies (the cdk8s-team Go modules are not on the module proxy reachable here); the
-// program in test/consumers/go composes ContainerApp next to a cdk8s-plus-27 ConfigMap, and its YAML
-// must equal the TypeScript synth of the same chart.
+// program in test/consumers/go composes ContainerApp next to a cdk8s-plus-27 ConfigMap and declares a
+// kind as an AppKindObject, and its YAML must equal the TypeScript synth of the same charts.
 import { describe, expect, test } from '@jest/globals';
 import { App, Chart } from 'cdk8s';
-import { ContainerApp, ImagePullPolicy, ServiceType } from 'cdk8s-appkind';
+import { AppKindDeletionPolicy, AppKindObject, ContainerApp, ImagePullPolicy, ServiceType } from 'cdk8s-appkind';
 import * as kplus from 'cdk8s-plus-27';
 import { copyFileSync, mkdirSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { cached, freshDir, installedVersion, must, pacmak, QUIET_JSII, removeDir, ROOT, unpackLibrary } from './consumer.js';
 
-/** The chart of test/consumers/go/main.go, in TypeScript. */
+/** The charts of test/consumers/go/main.go, in TypeScript. */
 function typescriptSynth(): string {
   const app = new App();
   const chart = new Chart(app, 'shop', { namespace: 'shop' });
@@ -60,11 +60,19 @@ function typescriptSynth(): string {
     securityContext: { runAsNonRoot: true, runAsUser: 1000, readOnlyRootFilesystem: true },
     labels: { team: 'blue' },
   });
+  new AppKindObject(new Chart(app, 'kinds'), 'echoflask', {
+    appKind: {
+      group: 'swallowlab.com', version: 'v1alpha1', kind: 'EchoFlask', plural: 'echoflasks',
+      image: 'takeyan/flask:0.0.3', port: 5000, appName: 'echoflask',
+      rollout: { maxConcurrent: '25%', progressDeadlineSeconds: 120 },
+    },
+    deletionPolicy: AppKindDeletionPolicy.DELETE,
+  });
   return app.synthYaml();
 }
 
 describe('Go bindings', () => {
-  test('a Go program composing ContainerApp and a cdk8s-plus-27 ConfigMap synthesizes the same YAML as TypeScript', async () => {
+  test('a Go program composing ContainerApp, a cdk8s-plus-27 ConfigMap and an AppKindObject synthesizes the same YAML as TypeScript', async () => {
     const work = freshDir('go');
     try {
       const library = await unpackLibrary(work);
@@ -88,7 +96,8 @@ describe('Go bindings', () => {
       // The new props reached the YAML (the /tmp emptyDir comes from the read-only root filesystem).
       for (const fact of ['secretKeyRef:', 'fieldPath: metadata.name', 'path: /healthz', 'mountPath: /tmp', 'kind: PodDisruptionBudget', 'kind: NetworkPolicy',
         'serviceAccountName: echo', 'automountServiceAccountToken: true', '- gunicorn', 'prefix: DB_', '- /tmp/started', 'secretName: echo-tls',
-        'mode: 256', 'claimName: echo-data', 'subPath: echo', 'cidr: 10.0.0.0/16']) {
+        'mode: 256', 'claimName: echo-data', 'subPath: echo', 'cidr: 10.0.0.0/16',
+        'kind: AppKind', 'name: echoflasks.swallowlab.com', 'deletionPolicy: Delete', 'maxConcurrent: 25%', 'progressDeadlineSeconds: 120']) {
         expect(expected).toContain(fact);
       }
       expect(yaml).toBe(expected);

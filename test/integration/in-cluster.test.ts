@@ -18,7 +18,7 @@ import type { AuditEvent } from '../../tools/controlplane/audit.js';
 import { ControlPlane } from '../../tools/controlplane/controlplane.js';
 import { waitFor } from '../../tools/controlplane/readiness.js';
 import { apiserverWithAdmissionPlugins } from './apiserver-flags.js';
-import { operatorPod, podKinds, readBundle, synthBundle } from './bundle-file.js';
+import { operatorPod, podEnv, podKinds, readBundle, synthBundle } from './bundle-file.js';
 import { configMapFiles } from './operator-container.js';
 import { AdmissionWebhook } from './admission-webhook.js';
 import { crObject } from './cluster.js';
@@ -42,8 +42,7 @@ type Service = Obj & { spec: { type: string; ports: { port: number; nodePort?: n
 type Cr = Obj & { status?: { nodes?: string[]; replicas?: number; nodePort?: number } };
 type LeaseSpec = { holderIdentity?: string; leaseDurationSeconds?: number; leaseTransitions?: number; renewTime?: string; acquireTime?: string };
 type Lease = Obj & { spec: LeaseSpec };
-type Container = { env: { name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[] };
-type DeploymentManifest = Obj & { spec: { template: { spec: { serviceAccountName: string; containers: Container[] } } } };
+type DeploymentManifest = Obj & { spec: { template: { spec: { serviceAccountName: string } } } };
 
 let cp: ControlPlane;
 let admin: KubeConfig;
@@ -70,15 +69,7 @@ const operatorDeployment = () => bundle.find(isDeployment) as DeploymentManifest
  * logs, short lease timings.
  */
 function operatorEnv(podName: string): Record<string, string> {
-  const deployment = operatorDeployment();
-  const env: Record<string, string> = {};
-  for (const e of deployment.spec.template.spec.containers[0]!.env) {
-    const field = e.valueFrom?.fieldRef?.fieldPath;
-    if (e.value !== undefined) env[e.name] = e.value;
-    else if (field === 'metadata.name') env[e.name] = podName;
-    else if (field === 'metadata.namespace') env[e.name] = deployment.metadata!.namespace!;
-    else throw new Error(`operator env ${e.name}: no value and no known fieldRef`);
-  }
+  const env = podEnv(operatorPod(bundle), podName);
   return {
     ...env,
     // The kinds ConfigMap as the kubelet mounts it: its data as files in a folder.

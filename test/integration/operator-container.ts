@@ -15,7 +15,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import type { OperatorPod } from './bundle-file.js';
+import { podEnv, type OperatorPod } from './bundle-file.js';
 import { requireFirstUse } from './first-use.js';
 import { LogLine, OperatorProcess } from './operator-process.js';
 
@@ -133,7 +133,7 @@ export class OperatorContainer {
 
   /** The `podman run` command line for the pod, and the host port of each named container port. */
   static async command(opts: ContainerOptions): Promise<{ argv: string[]; ports: Record<string, number> }> {
-    const { spec, container, namespace } = opts.pod;
+    const { spec, container } = opts.pod;
     const sc = securityContext(spec, container);
     const args = ['run', '--rm', '--pull=never', '--name', opts.name, '--hostname', opts.name, '--network=host'];
 
@@ -168,14 +168,7 @@ export class OperatorContainer {
     if (limits.cpu) args.push('--cpus', cpuFlag(String(limits.cpu)));
     if (spec.terminationGracePeriodSeconds !== undefined) args.push('--stop-timeout', String(spec.terminationGracePeriodSeconds));
 
-    const env: Record<string, string> = {};
-    for (const e of container.env ?? []) {
-      const field = e.valueFrom?.fieldRef?.fieldPath;
-      if (e.value !== undefined) env[e.name] = e.value;
-      else if (field === 'metadata.name') env[e.name] = opts.name;
-      else if (field === 'metadata.namespace') env[e.name] = namespace;
-      else throw new Error(`env ${e.name}: no value and no translated fieldRef`);
-    }
+    const env = podEnv(opts.pod, opts.name);
     // Host networking: each named port moves to a free port through the env variable that sets it.
     const ports: Record<string, number> = {};
     for (const p of container.ports ?? []) {

@@ -1,8 +1,9 @@
 import { describe, expect, it } from '@jest/globals';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AuditEvent } from '../../tools/controlplane/audit.js';
-import { median, mediansOf, REPORT_END, REPORT_START, repetitionOf, table, writesPerApp } from '../../bench/report.js';
+import { median, mediansOf, REPORT_END, REPORT_START, repetitionOf, table, writeResults, writesPerApp } from '../../bench/report.js';
 import type { BenchResults, BenchRun } from '../../bench/results.js';
 
 /** A bench run of N=1000 whose operator took `scale` times the floor's 20 s to scale. */
@@ -158,5 +159,37 @@ describe('bench report', () => {
     expect(text).toContain('| 1000 | floor | 24 | 1 | 13 | 1 |');
     expect(text).toContain('| 1000 | operator | 26 | 1.08 | 15 | 1.15 |');
     expect(text).not.toContain('| 1000 | Go operator | ');
+  });
+
+  it('keeps a --waves run beside the main run of its N, and shows the most Deployments rolling against maxConcurrent', () => {
+    const root = mkdtempSync(join(tmpdir(), 'bench-report-'));
+    mkdirSync(join(root, 'bench'));
+    mkdirSync(join(root, 'docs'));
+    writeFileSync(join(root, 'docs', 'benchmark.md'), `# Benchmark\n${REPORT_START}\n${REPORT_END}\n`);
+    const machine = { cpus: 2, cpuModel: 'test', memoryGiB: 24, node: 'v24', kubernetes: 'v1.37.2' };
+    const main = run('2026-12-03T20:00:00Z', 1.2, 1.1);
+    writeResults(root, { date: main.date, machine, runs: [main] });
+    const w = run('2026-12-07T13:00:00Z', 1.01, 1);
+    const waves: BenchRun = {
+      ...w,
+      command: 'npm run bench -- --waves 10%',
+      floor: { ...w.floor, rolloutSeconds: 100 },
+      operator: {
+        ...w.operator,
+        rollout: { seconds: 300, image: 'next', operatorCpuSeconds: 20, apiserverCpuSeconds: 90, mostRolling: 100, maxConcurrent: '10%', mostInFlight: 100 },
+        writesPerApp: { create: 24, scale: 14, rollout: 12.5 },
+        statusPatchesPerCr: { create: 1, scale: 1, rollout: 2 },
+      },
+    };
+    const results = writeResults(root, { date: waves.date, machine, runs: [waves] }, { waves: true });
+    expect(results.runs.map((r) => r.command)).toEqual([main.command]);
+    expect(results.wavesRuns?.map((r) => r.command)).toEqual([waves.command]);
+    // A main run afterwards replaces the main one of its N and keeps the --waves run.
+    const again = writeResults(root, { date: main.date, machine, runs: [{ ...main, commit: 'def5678' }] });
+    expect(again.runs.map((r) => r.commit)).toEqual(['def5678']);
+    expect(again.wavesRuns?.map((r) => r.command)).toEqual([waves.command]);
+    const doc = readFileSync(join(root, 'docs', 'benchmark.md'), 'utf8');
+    expect(doc).toContain('| 1000 | 10% | 100 s / 300 s | 100 / 100 | 12.5 | 2 | 1 / 1.01 | 0 / 0 in 60 s | 2026-12-07 13:00, abc1234, 0.5 0.6 0.7 / 2 2 2 |');
+    expect(JSON.parse(readFileSync(join(root, 'bench', 'results.json'), 'utf8'))).toMatchObject({ runs: [{ commit: 'def5678' }], wavesRuns: [{ command: waves.command }] });
   });
 });

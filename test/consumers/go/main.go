@@ -1,6 +1,6 @@
 // A Go cdk8s program composing ContainerApp (from the jsii-generated Go bindings of cdk8s-appkind)
-// next to a cdk8s-plus-27 ConfigMap. It prints the app's YAML; test/consumers/go.test.ts checks it
-// equals the TypeScript synth of the same chart.
+// next to a cdk8s-plus-27 ConfigMap, and declaring an app kind as an AppKind object. It prints the
+// YAML; test/consumers/go.test.ts checks it equals the TypeScript synth of the same charts.
 package main
 
 import (
@@ -81,8 +81,24 @@ func NewShopChart(scope constructs.Construct, id string) cdk8s.Chart {
 	return chart
 }
 
+// NewKindsChart: the kind EchoFlask declared as an AppKind object, rolled out in waves of a quarter of
+// its apps, its CRD deleted with it.
+func NewKindsChart(scope constructs.Construct, id string) cdk8s.Chart {
+	chart := cdk8s.NewChart(scope, jsii.String(id), nil)
+	cdk8sappkind.NewAppKindObject(chart, jsii.String("echoflask"), &cdk8sappkind.AppKindObjectProps{
+		AppKind: &cdk8sappkind.AppKind{
+			Group: jsii.String("swallowlab.com"), Version: jsii.String("v1alpha1"), Kind: jsii.String("EchoFlask"), Plural: jsii.String("echoflasks"),
+			Image: jsii.String("takeyan/flask:0.0.3"), Port: jsii.Number(5000), AppName: jsii.String("echoflask"),
+			Rollout: &cdk8sappkind.RolloutOptions{MaxConcurrent: jsii.String("25%"), ProgressDeadlineSeconds: jsii.Number(120)},
+		},
+		DeletionPolicy: cdk8sappkind.AppKindDeletionPolicy_DELETE,
+	})
+	return chart
+}
+
 func main() {
 	app := cdk8s.NewApp(nil)
 	NewShopChart(app, "shop")
+	NewKindsChart(app, "kinds")
 	fmt.Print(*app.SynthYaml())
 }
