@@ -723,10 +723,10 @@ describe("the rollout of an AppKind's change to its apps, on the AppKind", () =>
 describe('two operators in one cluster, each serving the AppKinds its APPKIND_APPKIND_SELECTOR picks', () => {
   let other: { ns: string; group: string; operator: OperatorProcess };
   let none: OperatorProcess;
-  /** An AppKind of kind `kind` (plural `<kind>s`, lower case) in the group `g`, labelled `labels`. */
+  /** An AppKind of kind `kind` (plural `<kind>s`, lower case) in the group `g`, labelled `labels`; deletionPolicy Delete, so a finalize would show. */
   const selected = (kind: string, g: string, labels: Record<string, string>): AppKindResource => {
     const plural = `${kind.toLowerCase()}s`;
-    const ak = appKind(`${plural}.${g}`, { group: g, kind, plural, appName: kind.toLowerCase(), serviceType: 'ClusterIP' });
+    const ak = appKind(`${plural}.${g}`, { group: g, kind, plural, appName: kind.toLowerCase(), serviceType: 'ClusterIP', deletionPolicy: 'Delete' });
     return { ...ak, metadata: { name: `${plural}.${g}`, labels } };
   };
   const ours = () => `selours.${group}`;
@@ -773,7 +773,7 @@ describe('two operators in one cluster, each serving the AppKinds its APPKIND_AP
     expect(none.logs.find((l) => l.msg === 'operator starting')).toMatchObject({ appKinds: 'none' });
   }, 120_000);
 
-  test('an AppKind relabelled away is no longer served by its operator, and its CRD, finalizer and status stay; labelled back, it is served again', async () => {
+  test('an AppKind (deletionPolicy Delete) relabelled away is no longer served by its operator, and its CRD, finalizer and status stay; labelled back, it is served again', async () => {
     const since = new Date().toISOString();
     const served = servings();
     await kubectl(undefined, 'label', 'appkinds', ours(), `${TEST_NAMESPACE_LABEL}=nobody-${ns}`, '--overwrite');
