@@ -4,7 +4,7 @@
 // admission policy refuses stops the rollout after its first wave, the other apps untouched and the
 // kind's apps saying why; a later fix rolls every app, the failed ones too.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { KubernetesObject, V1Deployment } from '@kubernetes/client-node';
+import { KubernetesObject } from '@kubernetes/client-node';
 import { AppKind } from 'cdk8s-appkind';
 import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,6 +13,7 @@ import { RestClient } from '../../operator/runtime/rest.js';
 import { crObject, eventually, sharedCluster } from './cluster.js';
 import { allowPodsAgain, refusePodsOfImage } from './refuse-image.js';
 import { OperatorProcess, prepareOperatorNamespace } from './operator-process.js';
+import { type Deployment, rolling, sampleRollout } from './rollout-sampler.js';
 
 const N = Number(process.env.WAVES_CRS ?? 300);
 /** The default maxConcurrent, 10% of the kind's CRs (at least 1). */
@@ -25,7 +26,6 @@ const kind: AppKind = {
 
 type Condition = { type: string; status: string; reason: string; message: string };
 type Resource = KubernetesObject & { status?: { conditions?: Condition[] } };
-type Deployment = V1Deployment & KubernetesObject;
 type Event = KubernetesObject & { reason: string; message: string; type: string; involvedObject: { name: string; kind: string } };
 
 let rest: RestClient;
@@ -42,31 +42,21 @@ function serveImage(image: string): void {
 }
 
 const imageOf = (d: Deployment) => d.spec?.template.spec?.containers[0]?.image;
-/** Rolling, as the Deployment controller reports it: its template not yet observed, or not every replica updated and ready. */
-function rolling(d: Deployment): boolean {
-  const want = d.spec?.replicas ?? 1;
-  const s = d.status ?? {};
-  const complete = (s.observedGeneration ?? 0) >= (d.metadata?.generation ?? 0) && s.updatedReplicas === want && s.replicas === want && (s.readyReplicas ?? 0) >= want;
-  return !complete;
-}
 const deployments = async () => (await rest.list<Deployment>('apps/v1', 'Deployment', ns)).items;
 
 /** Samples the Deployments until `done` holds of them; resolves with the most seen rolling to `image` at once. */
-async function sampleRollout(image: string, done: (all: Deployment[]) => boolean, timeoutMs: number): Promise<{ most: number; samples: number }> {
-  const deadline = Date.now() + timeoutMs;
-  let most = 0;
-  let samples = 0;
-  for (;;) {
-    const all = await deployments();
-    samples++;
-    most = Math.max(most, all.filter((d) => imageOf(d) === image && rolling(d)).length);
-    if (done(all)) return { most, samples };
-    if (Date.now() > deadline) {
+async function sampleRolloutTo(image: string, done: (all: Deployment[]) => boolean, timeoutMs: number): Promise<{ most: number; samples: number }> {
+  const { most, samples } = await sampleRollout({
+    list: deployments,
+    groupOf: (d) => (imageOf(d) === image ? image : undefined),
+    done,
+    timeoutMs,
+    progress: (all) => {
       const at = all.filter((d) => imageOf(d) === image);
-      throw new Error(`rollout of ${image} not done within ${timeoutMs} ms: ${at.length}/${N} Deployments at it, ${at.filter(rolling).length} rolling`);
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
+      return `${at.length}/${N} Deployments at ${image}, ${at.filter(rolling).length} rolling`;
+    },
+  });
+  return { most: most.get(image) ?? 0, samples };
 }
 const allRolledTo = (image: string) => (all: Deployment[]) => all.length === N && all.every((d) => imageOf(d) === image && !rolling(d));
 
@@ -80,7 +70,7 @@ beforeAll(async () => {
   operator = await OperatorProcess.start(ns, { APPKIND_CONFIG: join(dir, 'kinds.json'), APPKIND_LOG_LEVEL: 'info' });
   // New CRs go at once, outside any wave.
   for (let i = 0; i < N; i += 25) await Promise.all(names.slice(i, i + 25).map((name) => rest.apply(crObject(kind, ns, name, { size: 1 }), 'test-user')));
-  await sampleRollout(kind.image, allRolledTo(kind.image), 600_000);
+  await sampleRolloutTo(kind.image, allRolledTo(kind.image), 600_000);
   await eventually('every CR Ready', async () =>
     (await rest.list<Resource>(`${kind.group}/${kind.version}`, kind.kind, ns)).items.filter((cr) => cr.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).length === N, 300_000);
 }, 1_200_000);
@@ -99,7 +89,7 @@ describe('a kind-wide image change reaches its apps in waves', () => {
   test(`never more than ${MAX} Deployments rolling at once, and every app reaches the new image`, async () => {
     const image = 'example.com/waves/web:2';
     serveImage(image);
-    const { most, samples } = await sampleRollout(image, allRolledTo(image), 900_000);
+    const { most, samples } = await sampleRolloutTo(image, allRolledTo(image), 900_000);
     expect(most).toBeLessThanOrEqual(MAX);
     // Waves, not one app at a time, and sampled often enough to see them.
     expect(most).toBeGreaterThan(1);
@@ -145,7 +135,7 @@ describe('a kind-wide image change reaches its apps in waves', () => {
     // A fix of the kind starts a new rollout: in waves again, the failed apps rolled too.
     const fixed = 'example.com/waves/web:3';
     serveImage(fixed);
-    const { most } = await sampleRollout(fixed, allRolledTo(fixed), 900_000);
+    const { most } = await sampleRolloutTo(fixed, allRolledTo(fixed), 900_000);
     expect(most).toBeLessThanOrEqual(MAX);
     await eventually('the metrics say the rollout is done', async () =>
       (await operator.metric('appkind_kind_rollout_stopped', { kind: kind.kind })) === 0 &&

@@ -1,7 +1,8 @@
 // The operator of an older commit, for the upgrade test: that commit's lib/src and operator/ (git
 // archive) bundled by esbuild into one file, as `npm run build` bundles this checkout's, with this
 // checkout's node_modules. Refused, naming the package, when the commit resolved a dependency to
-// another version, since the older operator would then run on code it never had.
+// another version, since the older operator would then run on code it never had. The commit is the
+// newest before HEAD that changed the rendering's golden: the last change an upgrade must roll.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, symlinkSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -9,6 +10,9 @@ import type { Plugin } from 'esbuild';
 import { buildOperatorBundle } from '../../scripts/build-operator.js';
 
 const root = join(import.meta.dirname, '..', '..');
+
+/** The rendering's golden: the commits that changed it are the ones an upgrade from them rolls apps. */
+export const GOLDEN_PATH = 'test/golden/render.yaml';
 
 function git(args: string[]): string {
   return execFileSync('git', ['-C', root, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
@@ -46,7 +50,7 @@ function requireSameDependencies(commit: string): void {
     if (then !== now) {
       throw new Error(
         `the older operator (commit ${commit}) resolved ${name} to ${then ?? 'nothing'}, this checkout to ${now ?? 'nothing'}: ` +
-          'it is built with this checkout\'s node_modules, so choose a commit of main with the same dependencies (OLDER_COMMIT in test/integration/upgrade.test.ts)',
+          'it is built with this checkout\'s node_modules, so choose a commit of main with the same dependencies (OLDER_FALLBACK in test/integration/upgrade.test.ts)',
       );
     }
   }
@@ -89,4 +93,57 @@ export async function buildOlderOperator(commit: string, dir: string): Promise<s
   const ours = inputs.map((i) => resolve(i)).filter((i) => [join(root, 'lib'), join(root, 'operator')].some((d) => i.startsWith(`${d}/`)));
   if (ours.length > 0) throw new Error(`the older operator's bundle holds this checkout's ${ours.join(', ')}: resolve its import to the commit's copy in older-operator.ts`);
   return [process.execPath, outfile];
+}
+
+/** Fails with the fix when this checkout has no history to choose from: no git, or a shallow clone (its oldest commit looks as if it added every file). */
+function requireHistory(): void {
+  try {
+    git(['rev-parse', '--git-dir']);
+  } catch {
+    throw new Error(`${root} is not a git checkout: the upgrade test builds an older commit's operator from the history; run it in a clone of the repository`);
+  }
+  if (git(['rev-parse', '--is-shallow-repository']).trim() === 'true') {
+    throw new Error(`${root} is a shallow clone: the upgrade test chooses its older operator from main's history; run \`git fetch --unshallow\` (or clone without --depth) and run the test again`);
+  }
+}
+
+/** An older commit's operator, built. */
+export interface OlderOperator {
+  readonly commit: string;
+  /** The command line that runs it. */
+  readonly command: string[];
+  /** The commit's test/golden/render.yaml; undefined for a fallback commit from before the golden. */
+  readonly golden?: string;
+}
+
+/**
+ * Builds, in `dir`, the operator of the newest commit before HEAD that changed test/golden/render.yaml.
+ * A commit of other dependencies, whose operator does not build, or that `refusal` refuses (naming
+ * why) is skipped with the reason logged; `fallback` when none qualifies.
+ */
+export async function newestOlderOperator(dir: string, fallback: string, refusal: (commit: string) => string | undefined): Promise<OlderOperator> {
+  requireHistory();
+  const head = git(['rev-parse', 'HEAD']).trim();
+  const candidates = git(['log', '--format=%H', 'HEAD', '--', GOLDEN_PATH]).split('\n').filter((c) => c !== '' && c !== head);
+  for (const commit of candidates) {
+    try {
+      const golden = fileAt(commit, GOLDEN_PATH);
+      const refused = golden === undefined ? `it has no ${GOLDEN_PATH}` : refusal(commit);
+      if (refused) throw new Error(refused);
+      return { commit, command: await buildOlderOperator(commit, join(dir, commit.slice(0, 12))), golden };
+    } catch (e) {
+      console.log(`upgrade test: skipping ${commit.slice(0, 7)}, which changed ${GOLDEN_PATH}: ${(e as Error).message}`);
+    }
+  }
+  console.log(`upgrade test: no commit that changed ${GOLDEN_PATH} qualifies (${candidates.length} tried); using the fallback ${fallback.slice(0, 7)}`);
+  return { commit: fallback, command: await buildOlderOperator(fallback, join(dir, fallback.slice(0, 12))) };
+}
+
+/** The text of `path` at `commit`, or undefined when the commit has no such file. */
+export function fileAt(commit: string, path: string): string | undefined {
+  try {
+    return git(['show', `${commit}:${path}`]);
+  } catch {
+    return undefined;
+  }
 }
