@@ -73,14 +73,17 @@ export async function floor(n: number, s: Settings): Promise<FloorRun> {
     // The rollout's floor: the objects render() gives with the kind's new image, at the sizes the
     // operator's apps have by then, applied straight; until every Deployment has rolled out.
     let rolloutSeconds: number | undefined;
+    let rolloutWindow: [string, string] | undefined;
     if (s.rollout) {
       await recorder?.mark('rollout');
       log(`bench: floor N=${n}: rollout of a new image`);
       const tRollout = performance.now();
+      const tRolloutIso = at();
       const rolled = range(n).flatMap((i) => render(rolloutKindOf(s), crOf(i, rolloutSize(i, s))).filter((o) => o.kind === 'Deployment'));
       await pool(rolled, s.concurrency, (o) => rest.apply(o, 'bench-floor'));
       await deployments.waitFor(`floor: ${n} Deployments rolled out`, n, (d) => deploymentRolledOut(d), 1_800_000);
       rolloutSeconds = seconds(tRollout);
+      rolloutWindow = [tRolloutIso, at()];
     }
     await recorder?.mark('end');
     await recorder?.stop();
@@ -96,7 +99,11 @@ export async function floor(n: number, s: Settings): Promise<FloorRun> {
       cpuSecondsByProcess,
       sentSeconds: { create: createSent, scale: scaleSent },
       requests: { create: requests(audit, FLOOR_USER, tCreateIso, tScaleIso), scale: requests(audit, FLOOR_USER, tScaleIso, tEndIso) },
-      writesPerApp: { create: writesPerApp(audit, n, tCreateIso, tScaleIso), scale: writesPerApp(audit, n, tScaleIso, tEndIso) },
+      writesPerApp: {
+        create: writesPerApp(audit, n, tCreateIso, tScaleIso),
+        scale: writesPerApp(audit, n, tScaleIso, tEndIso),
+        ...(rolloutWindow ? { rollout: writesPerApp(audit, n, ...rolloutWindow) } : {}),
+      },
     };
   } finally {
     await cp.stop();

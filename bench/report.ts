@@ -317,7 +317,7 @@ export function table(r: BenchResults): string {
         'not every replica updated and ready; sampled every 200 ms), beside the most in flight the operator\'s `/metrics` showed. ' +
         'Create and scale of the same run against the floors, to show the waves cost the other phases nothing:',
       '',
-      '| N | maxConcurrent | roll all: floor (at once) / operator (waves) | most Deployments rolling at once (status) / in flight (operator metrics) | writes per app in the rollout (every client) | operator status patches per CR in the rollout | create / scale: operator / floor (/ CR floor) | steady state: writes / reconciles | run (UTC), code, load average before / after |',
+      '| N | maxConcurrent | roll all: floor (at once) / operator (waves) | most Deployments rolling at once (status) / in flight (operator metrics) | writes per app in the rollout, every client: floor / operator | operator status patches per CR in the rollout | create / scale: operator / floor (/ CR floor) | steady state: writes / reconciles | run (UTC), code, load average before / after |',
       '|---|---|---|---|---|---|---|---|---|',
     );
     for (const run of waves) {
@@ -325,7 +325,7 @@ export function table(r: BenchResults): string {
       const ro = o.rollout;
       const q = run.ratios;
       lines.push(`| ${run.n} | ${dash(ro?.maxConcurrent)} | ${dash(run.floor.rolloutSeconds, ' s')} / ${dash(ro?.seconds, ' s')} | ${dash(ro?.mostRolling)} / ${dash(ro?.mostInFlight)} | ` +
-        `${dash(o.writesPerApp?.rollout)} | ${dash(o.statusPatchesPerCr.rollout)} | ${q.create} / ${q.scale}${q.crFloor ? ` (${q.crFloor.create} / ${q.crFloor.scale})` : ''} | ` +
+        `${dash(run.floor.writesPerApp?.rollout)} / ${dash(o.writesPerApp?.rollout)} | ${dash(o.statusPatchesPerCr.rollout)} | ${q.create} / ${q.scale}${q.crFloor ? ` (${q.crFloor.create} / ${q.crFloor.scale})` : ''} | ` +
         `${o.steadyState.writes} / ${o.steadyState.reconciles} in ${o.steadyState.seconds} s | ${run.date.slice(0, 16).replace('T', ' ')}, ${run.commit}, ${run.loadAverage.start.join(' ')} / ${run.loadAverage.after.join(' ')} |`);
     }
   }

@@ -173,11 +173,11 @@ describe('bench report', () => {
     const waves: BenchRun = {
       ...w,
       command: 'npm run bench -- --waves 10%',
-      floor: { ...w.floor, rolloutSeconds: 100 },
+      floor: { ...w.floor, rolloutSeconds: 100, writesPerApp: { create: 22, scale: 12, rollout: 60 } },
       operator: {
         ...w.operator,
         rollout: { seconds: 300, image: 'next', operatorCpuSeconds: 20, apiserverCpuSeconds: 90, mostRolling: 100, maxConcurrent: '10%', mostInFlight: 100 },
-        writesPerApp: { create: 24, scale: 14, rollout: 12.5 },
+        writesPerApp: { create: 24, scale: 14, rollout: 62.5 },
         statusPatchesPerCr: { create: 1, scale: 1, rollout: 2 },
       },
     };
@@ -189,7 +189,7 @@ describe('bench report', () => {
     expect(again.runs.map((r) => r.commit)).toEqual(['def5678']);
     expect(again.wavesRuns?.map((r) => r.command)).toEqual([waves.command]);
     const doc = readFileSync(join(root, 'docs', 'benchmark.md'), 'utf8');
-    expect(doc).toContain('| 1000 | 10% | 100 s / 300 s | 100 / 100 | 12.5 | 2 | 1 / 1.01 | 0 / 0 in 60 s | 2026-12-07 13:00, abc1234, 0.5 0.6 0.7 / 2 2 2 |');
+    expect(doc).toContain('| 1000 | 10% | 100 s / 300 s | 100 / 100 | 60 / 62.5 | 2 | 1 / 1.01 | 0 / 0 in 60 s | 2026-12-07 13:00, abc1234, 0.5 0.6 0.7 / 2 2 2 |');
     expect(JSON.parse(readFileSync(join(root, 'bench', 'results.json'), 'utf8'))).toMatchObject({ runs: [{ commit: 'def5678' }], wavesRuns: [{ command: waves.command }] });
   });
 });
