@@ -44,7 +44,7 @@ function operatorCrdPolicy(scope: Construct, name: string, labels: Record<string
     },
     {
       expression: each(`o.spec.group in ${list(kindGroups)}`),
-      message: `the operator writes CRDs only in the API groups the install allows (${fix}): add the AppKind's group to kindGroups (OperatorBundle kindGroups, Helm value kindGroups, APPKIND_KIND_GROUPS for npm run release) or give the AppKind one of them`,
+      message: `the operator writes CRDs only in the API groups the install allows (${fix}): add the AppKind's group to kindGroups (OperatorBundle kindGroups, Helm value kindGroups, APPKIND_KIND_GROUPS for npx cdk8s synth and npm run release) or give the AppKind one of them`,
     },
     {
       expression: "request.operation == 'DELETE' || (object.spec.scope == 'Namespaced' && object.spec.?conversion.?strategy.orValue('None') == 'None')",
