@@ -77,16 +77,18 @@ const ready = (ak: AppKindResource | undefined) => ak?.status?.conditions?.find(
 
 /** Waits until the AppKind's Ready condition for its current generation has `status` (and `reason`); returns it. */
 async function readyOf(name: string, status: 'True' | 'False', reason?: string): Promise<AppKindResource> {
+  return statusOf(name, `Ready=${status}${reason ? ` ${reason}` : ''}`, (ak) => {
+    const c = ready(ak);
+    return ak?.status?.observedGeneration === ak?.metadata?.generation && c?.status === status && (!reason || c.reason === reason);
+  });
+}
+
+/** The AppKind once `check` holds of it; a timeout names `what` and the status it had last. */
+async function statusOf(name: string, what: string, check: (ak: AppKindResource | undefined) => boolean): Promise<AppKindResource> {
   let last: AppKindResource | undefined;
-  await eventually(
-    `AppKind ${name} Ready=${status}${reason ? ` ${reason}` : ''} (last: ${JSON.stringify(last?.status)})`,
-    async () => {
-      last = await getAppKind(name);
-      const c = ready(last);
-      return last?.status?.observedGeneration === last?.metadata?.generation && c?.status === status && (!reason || c.reason === reason);
-    },
-    90_000,
-  );
+  await eventually(`AppKind ${name} ${what}`, async () => check((last = await getAppKind(name))), 90_000).catch((e: Error) => {
+    throw new Error(`${e.message}; its status last: ${JSON.stringify(last?.status)}`);
+  });
   return last!;
 }
 
@@ -512,7 +514,12 @@ describe('versions of an AppKind: its kind moved from v1alpha1 to v1 with kubect
     expect(failed.status?.storedVersions).toEqual(['v1alpha1', 'v1']);
 
     await applyManifests(sharedCluster().kubeConfig, rights(['get', 'list', 'watch', 'update']));
-    const done = await readyOf(akName, 'True', 'Serving');
+    // Ready turns True as the migration may run again (its message says the CRs are moving); the CRD's
+    // storedVersions, and the AppKind's after it, drop v1alpha1 once it has finished.
+    const done = await statusOf(akName, 'Serving with storedVersions [v1]', (ak) => {
+      const c = ready(ak);
+      return c?.status === 'True' && c.reason === 'Serving' && JSON.stringify(ak?.status?.storedVersions) === '["v1"]';
+    });
     expect(done.status).toMatchObject({ storedVersions: ['v1'], migration: { version: 'v1', migrated: 1, total: 1 } });
     await kubectl(undefined, 'delete', 'appkinds', akName, '--wait=true', '--timeout=60s');
   }, 150_000);
