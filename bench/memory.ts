@@ -9,12 +9,12 @@
 // Usage: npm run bench:memory [-- --n 100] [--settle 60] [--snapshots <dir>] [--main <file>] [--node-flags='<flags>']
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ControlPlane } from '../tools/controlplane/controlplane.js';
 import { httpGet, waitFor } from '../tools/controlplane/readiness.js';
-import { cpuSeconds, memoryMiB } from './proc.js';
+import { cpuSeconds, heapSnapshot, memoryMiB } from './proc.js';
 import { buildOperator, kind, NS, setUpOperator } from './operator-setup.js';
 import { Tracker } from './tracker.js';
 
@@ -117,21 +117,8 @@ async function main(): Promise<void> {
         rows.push(row);
         log(`bench:memory: ${name}: ${JSON.stringify(row)}`);
         if (snapshots) {
-          const before = new Set(readdirSync(snapshots));
-          child.kill('SIGUSR2');
-          await waitFor(`heap snapshot (${name})`, async () => readdirSync(snapshots).some((f) => !before.has(f) && f.endsWith('.heapsnapshot')), {
-            timeoutMs: 120_000,
-          });
-          const file = readdirSync(snapshots).find((f) => !before.has(f) && f.endsWith('.heapsnapshot'))!;
-          // Written when its size stops changing.
-          let size = -1;
-          await waitFor(`heap snapshot ${file} written`, async () => {
-            const now = statSync(join(snapshots, file)).size;
-            const done = now === size && now > 0;
-            size = now;
-            return done;
-          }, { timeoutMs: 120_000 });
-          log(`bench:memory: ${name}: heap snapshot ${join(snapshots, file)}`);
+          const file = await heapSnapshot(child, snapshots, name);
+          log(`bench:memory: ${name}: heap snapshot ${file}`);
         }
       };
       log(`bench:memory: operator ready after ${readySeconds} s`);
