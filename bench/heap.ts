@@ -39,6 +39,9 @@ interface HeapRun {
   readonly load: number[];
   readonly rssMiB?: number;
   readonly peakMiB?: number;
+  /** RSS's anonymous part (V8's heap, malloc, stacks) and file-backed part (the node binary's pages). */
+  readonly anonMiB?: number;
+  readonly fileMiB?: number;
   readonly breakdown: HeapBreakdown;
 }
 
@@ -53,7 +56,7 @@ function table(run: HeapRun): string {
   const counted = b.shares.reduce((t, s) => t + s.retained, 0);
   return [
     `N=${run.n}, ${run.at}, code ${run.commit}, load ${run.load.join(' / ')}; heap ${mib(b.total)} MiB live` +
-      (run.rssMiB ? `, RSS ${run.rssMiB} MiB (peak ${run.peakMiB} MiB)` : ''),
+      (run.rssMiB ? `, RSS ${run.rssMiB} MiB (peak ${run.peakMiB} MiB${run.anonMiB ? `; anonymous ${run.anonMiB}, file-backed ${run.fileMiB}` : ''})` : ''),
     '',
     '| what | entries | retained KiB per app | reachable KiB per app | of it strings | of those repeated |',
     '|---|---|---|---|---|---|',
@@ -64,7 +67,7 @@ function table(run: HeapRun): string {
     `${mib(b.strings.total)} MiB, ${mib(b.strings.repeated)} MiB of it repeating a value another string holds.`;
 }
 
-async function snapshotOfRun(dir: string): Promise<{ file: string; rssMiB: number; peakMiB: number }> {
+async function snapshotOfRun(dir: string): Promise<{ file: string; rssMiB: number; peakMiB: number; anonMiB: number; fileMiB: number }> {
   const operatorMain = await buildOperator();
   const cp = await ControlPlane.start({ log, pods: n * (SIZE + 2) });
   try {
@@ -82,10 +85,12 @@ async function snapshotOfRun(dir: string): Promise<{ file: string; rssMiB: numbe
       await new Promise((r) => setTimeout(r, Number(values.settle) * 1000));
       const rssMiB = memoryMiB(child.pid!, 'VmRSS');
       const peakMiB = memoryMiB(child.pid!, 'VmHWM');
+      const anonMiB = memoryMiB(child.pid!, 'RssAnon');
+      const fileMiB = memoryMiB(child.pid!, 'RssFile');
       const file = await heapSnapshot(child, dir, `${n} CRs converged`);
       log(`bench:heap: heap snapshot ${file}`);
       rest.close();
-      return { file, rssMiB, peakMiB };
+      return { file, rssMiB, peakMiB, anonMiB, fileMiB };
     } finally {
       child.kill('SIGTERM');
       const code = await exited;
@@ -107,7 +112,7 @@ async function main(): Promise<void> {
   log(`bench:heap: analyzing ${taken.file}`);
   const breakdown = analyzeHeapSnapshot(JSON.parse(readFileSync(taken.file, 'utf8')) as HeapSnapshotFile);
   if (!values.keep && !values.snapshot) rmSync(dir, { recursive: true, force: true });
-  const run: HeapRun = { n, at, commit, load, ...('rssMiB' in taken ? { rssMiB: taken.rssMiB, peakMiB: taken.peakMiB } : {}), breakdown };
+  const run: HeapRun = { n, at, commit, load, ...('rssMiB' in taken ? { rssMiB: taken.rssMiB, peakMiB: taken.peakMiB, anonMiB: taken.anonMiB, fileMiB: taken.fileMiB } : {}), breakdown };
   if (!values.snapshot) {
     const runs = (existsSync(RESULTS) ? (JSON.parse(readFileSync(RESULTS, 'utf8')) as HeapRun[]) : []).filter((r) => r.n !== n);
     writeFileSync(RESULTS, JSON.stringify([...runs, run].sort((a, b) => a.n - b.n), null, 2) + '\n');
