@@ -6,14 +6,13 @@
 // per app. Prints a Markdown table and writes bench/heap.json (one entry per N, replaced by a new run).
 // --snapshot <file> analyzes a snapshot taken before instead (--n then says how many apps it held).
 // Usage: npm run bench:heap [-- --n 300] [--settle 10] [--keep <dir>] [--snapshot <file> --n N]
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { httpGet, waitFor } from '../tools/controlplane/readiness.js';
 import { analyzeHeapSnapshot, type HeapBreakdown, type HeapSnapshotFile } from './heap-snapshot.js';
-import { buildOperator, kind, NS, setUpOperator } from './operator-setup.js';
+import { buildOperator, kind, NS, setUpOperator, spawnOperator } from './operator-setup.js';
 import { crConverged, crOf, CR_API, log, pool, range, type Resource, root } from './phase.js';
 import { heapSnapshot, memoryMiB } from './proc.js';
 import { Tracker } from './tracker.js';
@@ -71,11 +70,11 @@ async function snapshotOfRun(dir: string): Promise<{ file: string; rssMiB: numbe
   const operatorMain = await buildOperator();
   const cp = await ControlPlane.start({ log, pods: n * (SIZE + 2) });
   try {
-    const { rest, port, env } = await setUpOperator(cp);
-    const child = spawn(process.execPath, ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${dir}`, operatorMain], { cwd: root, env, stdio: ['ignore', 'inherit', 'inherit'] });
-    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    const setup = await setUpOperator(cp);
+    const { rest } = setup;
+    const operator = await spawnOperator(operatorMain, ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${dir}`], setup);
+    const { child } = operator;
     try {
-      await waitFor('operator ready', async () => (await httpGet(`http://127.0.0.1:${port}/readyz`).catch(() => ({ status: 0 }))).status === 200, { timeoutMs: 120_000 });
       const crs = new Tracker<Resource>(rest, { apiVersion: CR_API, kind: kind.kind, plural: kind.plural, namespace: NS });
       await crs.start();
       log(`bench:heap: creating ${n} CRs of size ${SIZE}`);
@@ -92,8 +91,7 @@ async function snapshotOfRun(dir: string): Promise<{ file: string; rssMiB: numbe
       rest.close();
       return { file, rssMiB, peakMiB, anonMiB, fileMiB };
     } finally {
-      child.kill('SIGTERM');
-      const code = await exited;
+      const code = await operator.stop();
       if (code !== 0) log(`bench:heap: operator exited with ${code}`);
     }
   } finally {
