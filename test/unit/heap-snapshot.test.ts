@@ -1,23 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { analyzeHeapSnapshot, type HeapSnapshotFile } from '../../bench/heap-snapshot.js';
 
-const NODE_TYPES = [
-  'hidden',
-  'array',
-  'string',
-  'object',
-  'code',
-  'closure',
-  'regexp',
-  'number',
-  'native',
-  'synthetic',
-  'concatenated string',
-  'sliced string',
-  'symbol',
-  'bigint',
-  'object shape',
-];
+const NODE_TYPES = ['hidden', 'array', 'string', 'object', 'code', 'closure', 'regexp', 'number', 'native', 'synthetic', 'concatenated string', 'sliced string', 'symbol', 'bigint', 'object shape'];
 const EDGE_TYPES = ['context', 'element', 'property', 'internal', 'hidden', 'shortcut', 'weak'];
 
 interface Node {
@@ -42,14 +26,7 @@ function snapshot(nodes: Record<string, Node>): HeapSnapshotFile {
     }
   }
   return {
-    snapshot: {
-      meta: {
-        node_fields: ['type', 'name', 'id', 'self_size', 'edge_count'],
-        node_types: [NODE_TYPES],
-        edge_fields: ['type', 'name_or_index', 'to_node'],
-        edge_types: [EDGE_TYPES],
-      },
-    },
+    snapshot: { meta: { node_fields: ['type', 'name', 'id', 'self_size', 'edge_count'], node_types: [NODE_TYPES], edge_fields: ['type', 'name_or_index', 'to_node'], edge_types: [EDGE_TYPES] } },
     nodes: flatNodes,
     edges: flatEdges,
     strings,
@@ -59,102 +36,29 @@ function snapshot(nodes: Record<string, Node>): HeapSnapshotFile {
 describe('analyzeHeapSnapshot', () => {
   // An informer whose store holds one object; one string of it, its prototype and the Maps' hidden
   // class are also held from elsewhere, and a weak reference to the object keeps nothing alive.
+  const obj = (name: string, size: number, ...edges: NonNullable<Node['edges']>): Node => ({ type: 'object', name, size, edges });
+  const str = (name: string, size: number): Node => ({ type: 'string', name, size });
+  const prop = (name: string, to: string): [string, string, string] => ['property', name, to];
   const file = snapshot({
-    root: {
-      type: 'synthetic',
-      name: '',
-      size: 0,
-      edges: [
-        ['element', 1, 'informer'],
-        ['element', 2, 'other'],
-        ['element', 3, 'queue'],
-        ['element', 4, 'proto'],
-      ],
-    },
-    informer: {
-      type: 'object',
-      name: 'Informer',
-      size: 40,
-      edges: [
-        ['property', 'source', 'source'],
-        ['property', 'store', 'store'],
-        ['property', 'indices', 'indices'],
-      ],
-    },
-    source: {
-      type: 'object',
-      name: 'Object',
-      size: 24,
-      edges: [
-        ['property', 'kind', 'kindName'],
-        ['property', 'labelSelector', 'selector'],
-      ],
-    },
-    kindName: { type: 'string', name: 'Deployment', size: 20 },
-    selector: { type: 'string', name: 'a=b', size: 16 },
-    store: {
-      type: 'object',
-      name: 'Map',
-      size: 32,
-      edges: [
-        ['internal', 'table', 'table'],
-        ['internal', 'map', 'shape'],
-      ],
-    },
+    root: { type: 'synthetic', name: '', size: 0, edges: ['informer', 'other', 'queue', 'proto'].map((to, i) => ['element', i + 1, to]) },
+    informer: obj('Informer', 40, prop('source', 'source'), prop('store', 'store'), prop('indices', 'indices')),
+    source: obj('Object', 24, prop('kind', 'kindName'), prop('labelSelector', 'selector')),
+    kindName: str('Deployment', 20),
+    selector: str('a=b', 16),
+    store: obj('Map', 32, ['internal', 'table', 'table'], ['internal', 'map', 'shape']),
     shape: { type: 'object shape', name: 'system / Map', size: 80 },
-    table: {
-      type: 'array',
-      name: 'system / OrderedHashMap',
-      size: 64,
-      edges: [
-        ['internal', '1', 'key'],
-        ['internal', '2', 'entry'],
-      ],
-    },
-    key: { type: 'string', name: 'ns/a', size: 24 },
-    entry: {
-      type: 'object',
-      name: 'Object',
-      size: 100,
-      edges: [
-        ['property', 'metadata', 'metadata'],
-        ['property', '__proto__', 'proto'],
-      ],
-    },
-    proto: { type: 'object', name: 'Object', size: 500 },
-    metadata: {
-      type: 'object',
-      name: 'Object',
-      size: 60,
-      edges: [
-        ['property', 'name', 'name'],
-        ['property', 'image', 'image'],
-      ],
-    },
-    name: { type: 'string', name: 'a', size: 200 },
-    image: { type: 'string', name: 'flask', size: 300 },
-    indices: { type: 'object', name: 'Map', size: 32, edges: [['internal', 'map', 'shape']] },
-    other: {
-      type: 'object',
-      name: 'Object',
-      size: 10,
-      edges: [
-        ['property', 'image', 'image'],
-        ['property', 'copy', 'copy'],
-        ['weak', 'ref', 'entry'],
-      ],
-    },
-    copy: { type: 'string', name: 'flask', size: 300 },
-    queue: {
-      type: 'object',
-      name: 'WorkQueue',
-      size: 40,
-      edges: [
-        ['property', 'events', 'events'],
-        ['property', 'baseDelayMs', 'delay'],
-      ],
-    },
-    events: { type: 'object', name: 'Map', size: 32 },
+    table: { type: 'array', name: 'system / OrderedHashMap', size: 64, edges: [['internal', '1', 'key'], ['internal', '2', 'entry']] },
+    key: str('ns/a', 24),
+    entry: obj('Object', 100, prop('metadata', 'metadata'), prop('__proto__', 'proto')),
+    proto: obj('Object', 500),
+    metadata: obj('Object', 60, prop('name', 'name'), prop('image', 'image')),
+    name: str('a', 200),
+    image: str('flask', 300),
+    indices: obj('Map', 32, ['internal', 'map', 'shape']),
+    other: obj('Object', 10, prop('image', 'image'), prop('copy', 'copy'), ['weak', 'ref', 'entry']),
+    copy: str('flask', 300),
+    queue: obj('WorkQueue', 40, prop('events', 'events'), prop('baseDelayMs', 'delay')),
+    events: obj('Map', 32),
     delay: { type: 'number', name: 'smi number', size: 0 },
   });
   const breakdown = analyzeHeapSnapshot(file);
