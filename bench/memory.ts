@@ -8,17 +8,15 @@
 // change, built elsewhere) instead of building this one; --node-flags='<flags>' runs it with Node flags.
 // Usage: npm run bench:memory [-- --n 100] [--settle 60] [--snapshots <dir>] [--main <file>] [--node-flags='<flags>']
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { existsSync, mkdirSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ControlPlane } from '../tools/controlplane/controlplane.js';
-import { httpGet, waitFor } from '../tools/controlplane/readiness.js';
-import { cpuSeconds, memoryMiB } from './proc.js';
-import { buildOperator, kind, NS, setUpOperator } from './operator-setup.js';
+import { httpGet } from '../tools/controlplane/readiness.js';
+import { cpuSeconds, heapSnapshot, memoryMiB } from './proc.js';
+import { buildOperator, kind, NS, setUpOperator, spawnOperator } from './operator-setup.js';
 import { Tracker } from './tracker.js';
 
-const root = join(import.meta.dirname, '..');
 const log = (line: string) => void process.stderr.write(`${line}\n`);
 const CR_API = `${kind.group}/${kind.version}`;
 
@@ -74,16 +72,14 @@ async function main(): Promise<void> {
   const cp = await ControlPlane.start({ log, pods: n * (SIZE + 2) });
   const rows: Record<string, string | number>[] = [];
   try {
-    const { rest, port, env } = await setUpOperator(cp);
+    const setup = await setUpOperator(cp);
+    const { rest, port } = setup;
     const flags = [...(values['node-flags'] ?? '').split(' ').filter(Boolean), ...(snapshots ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${snapshots}`] : [])];
     const started = performance.now();
-    const child = spawn(process.execPath, [...flags, operatorMain], { cwd: root, env, stdio: ['ignore', 'inherit', 'inherit'] });
-    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    const operator = await spawnOperator(operatorMain, flags, setup);
+    const { child } = operator;
     const pid = child.pid!;
     try {
-      await waitFor('operator ready', async () => (await httpGet(`http://127.0.0.1:${port}/readyz`).catch(() => ({ status: 0 }))).status === 200, {
-        timeoutMs: 120_000,
-      });
       const readySeconds = Math.round(performance.now() - started) / 1000;
       // VmHWM is the peak of the sum; sampled every 200 ms, the peaks of its anonymous part (V8's heap,
       // malloc, stacks) and of its file-backed part (the node binary's pages) say which one peaked.
@@ -117,21 +113,8 @@ async function main(): Promise<void> {
         rows.push(row);
         log(`bench:memory: ${name}: ${JSON.stringify(row)}`);
         if (snapshots) {
-          const before = new Set(readdirSync(snapshots));
-          child.kill('SIGUSR2');
-          await waitFor(`heap snapshot (${name})`, async () => readdirSync(snapshots).some((f) => !before.has(f) && f.endsWith('.heapsnapshot')), {
-            timeoutMs: 120_000,
-          });
-          const file = readdirSync(snapshots).find((f) => !before.has(f) && f.endsWith('.heapsnapshot'))!;
-          // Written when its size stops changing.
-          let size = -1;
-          await waitFor(`heap snapshot ${file} written`, async () => {
-            const now = statSync(join(snapshots, file)).size;
-            const done = now === size && now > 0;
-            size = now;
-            return done;
-          }, { timeoutMs: 120_000 });
-          log(`bench:memory: ${name}: heap snapshot ${join(snapshots, file)}`);
+          const file = await heapSnapshot(child, snapshots, name);
+          log(`bench:memory: ${name}: heap snapshot ${file}`);
         }
       };
       log(`bench:memory: operator ready after ${readySeconds} s`);
@@ -157,8 +140,7 @@ async function main(): Promise<void> {
       clearInterval(sampler);
       rest.close();
     } finally {
-      child.kill('SIGTERM');
-      const code = await exited;
+      const code = await operator.stop();
       if (code !== 0) log(`bench:memory: operator exited with ${code}`);
     }
   } finally {

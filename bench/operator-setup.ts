@@ -4,6 +4,7 @@
  * ServiceAccount's identity), the CRs' namespace, and the operator's environment.
  */
 import { type KubernetesObject } from '@kubernetes/client-node';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { App, Chart } from 'cdk8s';
 import { OperatorBundle } from 'cdk8s-appkind';
 import { SAMPLE_KIND } from 'appkind-operator/kinds';
@@ -12,7 +13,7 @@ import { RestClient } from 'appkind-operator/runtime';
 import { applyManifests } from '../tools/controlplane/apply.js';
 import { type ControlPlane } from '../tools/controlplane/controlplane.js';
 import { freePort } from '../tools/controlplane/ports.js';
-import { waitFor } from '../tools/controlplane/readiness.js';
+import { httpGet, waitFor } from '../tools/controlplane/readiness.js';
 import { buildOperatorBundle } from '../scripts/build-operator.js';
 
 export const NS = 'bench';
@@ -80,4 +81,33 @@ export async function setUpOperator(cp: ControlPlane, admitted: string[] = []): 
   const port = await freePort();
   const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, KUBECONFIG: kubeconfig, APPKIND_METRICS_PORT: String(port), APPKIND_HEALTH_PORT: String(port), APPKIND_METRICS_SECURE: 'false', APPKIND_LOG_LEVEL: 'warn', NODE_OPTIONS: OPERATOR_NODE_OPTIONS };
   return { rest, port, env };
+}
+
+/** A compiled operator running as a local process on the bench's control plane. */
+export interface LocalOperator {
+  readonly child: ChildProcess;
+  /** Sends SIGTERM; resolves with its exit code. */
+  stop(): Promise<number | null>;
+}
+
+/**
+ * Spawns the compiled operator `main` with Node `flags` in `setup`'s environment, its output passed
+ * through; resolves once its /readyz answers 200 (stopped again if it never does).
+ */
+export async function spawnOperator(main: string, flags: string[], { port, env }: OperatorSetup): Promise<LocalOperator> {
+  const child = spawn(process.execPath, [...flags, main], { cwd: new URL('..', import.meta.url).pathname, env, stdio: ['ignore', 'inherit', 'inherit'] });
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  const stop = () => {
+    child.kill('SIGTERM');
+    return exited;
+  };
+  try {
+    await waitFor('operator ready', async () => (await httpGet(`http://127.0.0.1:${port}/readyz`).catch(() => ({ status: 0 }))).status === 200, {
+      timeoutMs: 120_000,
+    });
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+  return { child, stop };
 }

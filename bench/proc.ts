@@ -1,5 +1,8 @@
 // CPU time and memory of a process from /proc (Linux), for the benchmark's cost figures.
-import { readFileSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { waitFor } from '../tools/controlplane/readiness.js';
 
 /** Clock ticks per second of /proc/<pid>/stat times (USER_HZ; 100 on every Linux the project runs on). */
 const TICKS_PER_SECOND = 100;
@@ -45,4 +48,29 @@ export function cpuMeters(pids: Record<string, number>): () => Record<string, nu
     used.total = Math.round(Object.values(used).reduce((s, v) => s + v, 0) * 100) / 100;
     return used;
   };
+}
+
+/**
+ * Has `child` (started with --heapsnapshot-signal=SIGUSR2 and --diagnostic-dir=`dir`) write a V8 heap
+ * snapshot and resolves with its path once written (its size stopped changing). V8 collects garbage
+ * first, so the snapshot holds only live objects.
+ */
+export async function heapSnapshot(child: ChildProcess, dir: string, what: string): Promise<string> {
+  const before = new Set(readdirSync(dir));
+  const fresh = () => readdirSync(dir).find((f) => !before.has(f) && f.endsWith('.heapsnapshot'));
+  child.kill('SIGUSR2');
+  await waitFor(`heap snapshot (${what})`, async () => fresh() !== undefined, { timeoutMs: 120_000 });
+  const file = join(dir, fresh()!);
+  let size = -1;
+  await waitFor(
+    `heap snapshot ${file} written`,
+    async () => {
+      const now = statSync(file).size;
+      const done = now === size && now > 0;
+      size = now;
+      return done;
+    },
+    { timeoutMs: 120_000 },
+  );
+  return file;
 }

@@ -8,7 +8,7 @@ import { Expectations } from '../runtime/expectations.js';
 import { Logger } from '../runtime/log.js';
 import { controllerOf, describeObject, refKey, refOf } from '../runtime/ref.js';
 import { ConflictWatches } from './conflicts.js';
-import { CHILD_NAME_INDEX, freedNodePorts, NODE_PORT_INDEX, nodePortIndex } from './indexes.js';
+import { crNameOfChild, freedNodePorts, NODE_PORT_INDEX, nodePortIndex } from './indexes.js';
 import { NodePortWaits } from './nodeports.js';
 import { MemoryObserver, MemoryView } from './memory.js';
 import { statusOnlyChange } from './predicates.js';
@@ -121,8 +121,7 @@ export class AppEvents {
       this.retryNow(
         keys,
         crs,
-        NODE_PORT_INDEX,
-        String(port),
+        (cache) => cache.byIndex(NODE_PORT_INDEX, String(port)),
         (cr) => !!cr.status?.conditions?.some((c) => c.type === 'Degraded' && c.status === 'True'),
         'NodePort freed; retrying the CR asking for it',
         { nodePort: port },
@@ -139,29 +138,29 @@ export class AppEvents {
    */
   private conflictingWith(keys: KeySink, crs: CrCaches, kind: string, obj: KubernetesObject): void {
     const owner = controllerOf(obj)?.uid;
+    const name = obj.metadata?.name && crNameOfChild(kind, obj.metadata.name);
+    if (!name) return;
     this.retryNow(
       keys,
       crs,
-      CHILD_NAME_INDEX,
-      refKey(refOf(kind, obj)),
+      (cache) => [cache.get(obj.metadata?.namespace, name)].filter((cr) => cr !== undefined),
       (cr) => cr.metadata.uid !== owner, // its own child: owns() mapped it
       'conflicting object deleted; retrying the CR whose child takes its name',
       { object: describeObject({ ...obj, kind }) },
     );
   }
 
-  /** Retries at once every CR under `value` in the CR caches' `index` that `blocked` picks. */
+  /** Retries at once every CR that `found` gives of each kind's cache and `blocked` picks. */
   private retryNow(
     keys: KeySink,
     crs: CrCaches,
-    index: string,
-    value: string,
+    found: (cache: ResourceCache<CachedResource>) => CachedResource[],
     blocked: (cr: CachedResource) => boolean,
     msg: string,
     fields: Record<string, unknown>,
   ): void {
     for (const [kind, cache] of crs) {
-      for (const cr of cache.byIndex(index, value)) {
+      for (const cr of found(cache)) {
         if (!blocked(cr)) continue;
         const key = refKey(refOf(kind, cr));
         this.log.debug(msg, { key, ...fields });

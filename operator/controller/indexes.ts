@@ -2,7 +2,6 @@
 // child to the keys that find it, and the slimmed views the caches hold.
 import { KubernetesObject, V1ContainerStateTerminated, V1ContainerStatus, V1Pod, V1ReplicaSet, V1Service } from '@kubernetes/client-node';
 import { ContainerApp } from 'cdk8s-appkind';
-import { refKey } from '../runtime/ref.js';
 
 /** Index of CRs by the NodePort their spec asks for: the CRs a Service freeing that port may unblock. */
 export const NODE_PORT_INDEX = 'nodePort';
@@ -12,23 +11,26 @@ export function nodePortIndex(obj: KubernetesObject & { spec?: { nodePort?: unkn
   return typeof port === 'number' ? [String(port)] : [];
 }
 
-/**
- * Index of CRs by the names their children take, `Deployment/<namespace>/<name>`,
- * `Service/<namespace>/<name>` and those of the PodDisruptionBudget and NetworkPolicy a kind may ask
- * for: the CR a deleted foreign object of that name kept Degraded NameConflict.
- */
-export const CHILD_NAME_INDEX = 'childName';
+/** Which of a CR's children (ContainerApp.objectNames) an object of each kind would be. */
+const CHILD_OF_KIND = {
+  Deployment: 'deployment',
+  Service: 'service',
+  PodDisruptionBudget: 'podDisruptionBudget',
+  NetworkPolicy: 'networkPolicy',
+} as const;
 
-export function childNameIndex(obj: KubernetesObject): string[] {
-  const name = obj.metadata?.name;
-  if (!name) return [];
-  const names = ContainerApp.objectNames(name);
-  return [
-    refKey({ kind: 'Deployment', namespace: obj.metadata?.namespace, name: names.deployment }),
-    refKey({ kind: 'Service', namespace: obj.metadata?.namespace, name: names.service }),
-    refKey({ kind: 'PodDisruptionBudget', namespace: obj.metadata?.namespace, name: names.podDisruptionBudget }),
-    refKey({ kind: 'NetworkPolicy', namespace: obj.metadata?.namespace, name: names.networkPolicy }),
-  ];
+/**
+ * The name of the CR whose child of `kind` is named `name` (`<cr>-deployment`, `<cr>-svc`, and those of
+ * the PodDisruptionBudget and NetworkPolicy a kind may ask for), or undefined when no CR's child takes
+ * it: the CR a deleted foreign object of that name kept Degraded NameConflict. The inverse of
+ * ContainerApp.objectNames, found from the CR name's cache entry instead of an index of four names per CR.
+ */
+export function crNameOfChild(kind: string, name: string): string | undefined {
+  const child = CHILD_OF_KIND[kind as keyof typeof CHILD_OF_KIND];
+  if (!child) return undefined;
+  const suffix = ContainerApp.objectNames('')[child];
+  const base = name.endsWith(suffix) ? name.slice(0, name.length - suffix.length) : '';
+  return base && ContainerApp.objectNames(base)[child] === name ? base : undefined;
 }
 
 /**

@@ -6,7 +6,7 @@ import { OWNER_INDEX, ownerIndex, withOwnManagedFields, withoutManagedFields } f
 import { Controller, ControllerBuilder, Reconcile, WatchContext, WatchSource } from '../runtime/controller.js';
 import { QueueHooks, QueueOptions } from '../runtime/queue.js';
 import { AppEvents, AppObservers, AppWatches } from './app-events.js';
-import { CHILD_NAME_INDEX, childNameIndex, NODE_PORT_INDEX, nodePortIndex, podSummary, replicaSetSummary } from './indexes.js';
+import { NODE_PORT_INDEX, nodePortIndex, podSummary, replicaSetSummary } from './indexes.js';
 import { ReconcilerMemory } from './memory.js';
 import { added, deploymentRead, notStatusOnly, podRead } from './predicates.js';
 import { CachedResource, CHILD_SELECTOR, Reconciler, ReconcilerCaches, ReconcilerDeps } from './reconcile.js';
@@ -81,7 +81,7 @@ export function appKindController(
   ctx: WatchContext,
   { kinds, fieldManager, on, observe, memory, reconciler, queue, hooks }: AppKindWiring,
 ): Controller<AppWatches> {
-  const crs = { transform: withoutManagedFields, indexers: { [NODE_PORT_INDEX]: nodePortIndex, [CHILD_NAME_INDEX]: childNameIndex } };
+  const crs = { transform: withoutManagedFields, indexers: { [NODE_PORT_INDEX]: nodePortIndex } };
   // Children keep our own apply entry of managedFields: what we own, to release what render() stops giving.
   const children = {
     transform: withOwnManagedFields(fieldManager),

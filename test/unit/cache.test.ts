@@ -1,9 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
 import { V1ContainerStatus, V1Deployment, V1Pod, V1Service } from '@kubernetes/client-node';
 import { ownerIndex, withoutManagedFields } from '../../operator/runtime/cache.js';
-import { childNameIndex, freedNodePorts, nodePortIndex, podSummary } from '../../operator/controller/indexes.js';
+import { crNameOfChild, freedNodePorts, nodePortIndex, podSummary } from '../../operator/controller/indexes.js';
 import { deploymentChanged, podChanged, statusOnlyChange } from '../../operator/controller/predicates.js';
-import { refKey } from '../../operator/runtime/ref.js';
 import { SAMPLE_KIND } from 'appkind-operator/kinds';
 import { appPropsFor, render } from '../../operator/kinds/render.js';
 import { RenderCache } from '../../operator/controller/render-cache.js';
@@ -134,13 +133,22 @@ describe('NodePorts a Service gives up', () => {
 });
 
 describe('child names a foreign object can take', () => {
-  it('index CRs by the names render() gives their Deployment, Service, PodDisruptionBudget and NetworkPolicy', () => {
+  it('finds the CR by the name render() gives its Deployment, Service, PodDisruptionBudget or NetworkPolicy, and no CR by any other', () => {
     const cr = { apiVersion: 'x/v1', kind: SAMPLE_KIND.kind, metadata: { name: 'web', namespace: 'ns' }, spec: { size: 1 } };
     const guarded = { ...SAMPLE_KIND, podDisruptionBudget: {}, networkPolicy: { from: [] } };
-    const names = render(guarded, cr).map((o) => refKey({ kind: o.kind, namespace: 'ns', name: o.metadata.name })).sort();
-    expect(childNameIndex(cr).sort()).toEqual(names);
-    expect(names).toEqual(['Deployment/ns/web-deployment', 'NetworkPolicy/ns/web-ingress', 'PodDisruptionBudget/ns/web-pdb', 'Service/ns/web-svc']);
-    expect(childNameIndex({})).toEqual([]);
+    const children = render(guarded, cr).map((o) => [o.kind, o.metadata.name] as const);
+    expect(children.map(([kind, name]) => `${kind}/${name}`).sort()).toEqual([
+      'Deployment/web-deployment',
+      'NetworkPolicy/web-ingress',
+      'PodDisruptionBudget/web-pdb',
+      'Service/web-svc',
+    ]);
+    for (const [kind, name] of children) expect(crNameOfChild(kind, name)).toBe('web');
+    expect(crNameOfChild('Deployment', 'web-svc-deployment')).toBe('web-svc');
+    expect(crNameOfChild('Deployment', 'web-svc')).toBeUndefined();
+    expect(crNameOfChild('Deployment', '-deployment')).toBeUndefined();
+    expect(crNameOfChild('Service', 'web')).toBeUndefined();
+    expect(crNameOfChild('ConfigMap', 'web-deployment')).toBeUndefined();
   });
 });
 

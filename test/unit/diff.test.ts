@@ -1,6 +1,6 @@
 import { describe, expect, test } from '@jest/globals';
-import { appliedFieldsOf, drift, firstReleased, isSubset, withOmittedZeros } from '../../operator/controller/diff.js';
-import { withOwnManagedFields } from '../../operator/runtime/cache.js';
+import { appliedFieldsOf, drift, FieldSet, firstReleased, isSubset, withOmittedZeros } from '../../operator/controller/diff.js';
+import { SharedFieldSets, withOwnManagedFields } from '../../operator/runtime/cache.js';
 
 const desired = {
   apiVersion: 'v1', kind: 'Service', metadata: { name: 's', labels: { a: '1' } },
@@ -95,6 +95,36 @@ describe('firstReleased (fields we own that render() stopped giving)', () => {
     ] } };
     expect(withOwnManagedFields('appkind-operator')(obj).metadata.managedFields).toEqual([{ manager: 'appkind-operator', operation: 'Apply', fieldsV1: owned }]);
     expect(withOwnManagedFields('other')(obj).metadata.managedFields).toBeUndefined();
+  });
+
+  test("the cache shares our field set's parts of the same content across objects, frozen; a part of one object's only passes through", () => {
+    const trim = withOwnManagedFields('appkind-operator');
+    const fieldsOf = (uid: string) => ({
+      'f:metadata': { 'f:ownerReferences': { [`k:{"uid":"${uid}"}`]: {} } },
+      'f:spec': { 'f:replicas': {}, 'f:template': { 'f:spec': { 'f:containers': { 'k:{"name":"app"}': { 'f:image': {} } } } } },
+    });
+    const cached = (uid: string) => {
+      const obj = { metadata: { name: uid, managedFields: [{ manager: 'appkind-operator', operation: 'Apply', fieldsV1: fieldsOf(uid) }] } };
+      return appliedFieldsOf(trim(obj), 'appkind-operator')!;
+    };
+    const [a, b] = [cached('u1'), cached('u2')];
+    expect(a).toEqual(fieldsOf('u1'));
+    expect(b).toEqual(fieldsOf('u2'));
+    expect(b['f:spec']).toBe(a['f:spec']);
+    expect(b['f:metadata']).not.toBe(a['f:metadata']);
+    expect(Object.isFrozen(a) && Object.isFrozen(a['f:spec']!['f:template'])).toBe(true);
+    // What the reconciler reads of it is unchanged: a field no longer rendered is still found.
+    expect(firstReleased(a, { metadata: { ownerReferences: [{ uid: 'u1' }] }, spec: { replicas: 1 } })).toBe('spec.template');
+
+    const parts = new SharedFieldSets(2);
+    const first = parts.of({ 'f:spec': { 'f:a': {} } }) as FieldSet;
+    parts.of({ 'f:spec': { 'f:b': {} }, 'f:metadata': { 'f:c': {} } });
+    expect(parts.size).toBe(2);
+    // The oldest part was let go: the same content met again is a new copy, kept from then on.
+    const again = parts.of({ 'f:spec': { 'f:a': {} } }) as FieldSet;
+    expect(again['f:spec']).toEqual(first['f:spec']);
+    expect(again['f:spec']).not.toBe(first['f:spec']);
+    expect((parts.of({ 'f:spec': { 'f:a': {} } }) as FieldSet)['f:spec']).toBe(again['f:spec']);
   });
 });
 
