@@ -503,7 +503,10 @@ export class Reconciler {
       waiting: wave?.held && kind ? this.deps.memory?.waves?.waitingReason(kind, key) : undefined,
     });
     const deadlineMs = kind && wave ? await this.observeWave(kind, key, cr, wave, deployment, status, failure, log) : undefined;
-    if (statusEqual(cr.status, status)) return deadlineMs ?? 0;
+    if (statusEqual(cr.status, status)) {
+      this.deps.pacer?.upToDate(key);
+      return deadlineMs ?? 0;
+    }
     const isUrgent = urgent(cr.status, status); // also a first status
     const waitMs = this.deps.pacer?.delayMs(key, cr.status, status, isUrgent) ?? 0;
     if (waitMs > 0) return Math.min(waitMs, deadlineMs ?? Infinity);

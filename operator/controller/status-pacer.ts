@@ -17,6 +17,14 @@ import { AppStatus, ROLLOUT_REASONS } from './status.js';
  * its previous status, whose `observedGeneration` (and each condition's) says it is stale, which is
  * what `kubectl wait --for=condition=Ready` checks; a CR without status is not Ready to it either.
  * The final status is never delayed: it flips Ready.
+ *
+ * The interval is what one user watching one rollout needs; a change to many CRs at once (a new
+ * default image, a mass edit) needs no such write per CR: each CR's stale `observedGeneration` already
+ * tells kstatus and `kubectl wait` it is in progress, and the fleet's progress is the kind's to show
+ * (the AppKind's status.rollout, the metrics). So the waits stretch with the number of rollouts whose
+ * first status waits: about PROGRESS_WRITES_PER_INTERVAL progress writes per interval in all, however
+ * many CRs roll, instead of one per CR when the rollouts outlast the interval, which is when the API
+ * server is busiest. A lone slow rollout still shows within the interval.
  */
 export class StatusPacer {
   private readonly lastWrite = new Map<string, { at: number; progress: number }>();
@@ -35,13 +43,23 @@ export class StatusPacer {
       if (news(next)) return 0;
       let since = this.firstWanted.get(key);
       if (since === undefined) this.firstWanted.set(key, (since = this.now()));
-      return Math.max(0, since + this.intervalMs - this.now());
+      return Math.max(0, since + this.intervalMs * this.stretch() - this.now());
     }
     this.firstWanted.delete(key);
     if (isUrgent) return 0;
     const last = this.lastWrite.get(key);
     if (last === undefined) return 0; // not written by this process: no rollout to pace
-    return Math.max(0, last.at + this.progressInterval(last.progress) - this.now());
+    return Math.max(0, last.at + this.progressInterval(last.progress) * this.stretch() - this.now());
+  }
+
+  /** The CR's status is already what it would write: no rollout status of it waits. */
+  upToDate(key: string): void {
+    this.firstWanted.delete(key);
+  }
+
+  /** How much longer than the interval waits are: 1 while few rollouts wait, more when many do. */
+  private stretch(): number {
+    return Math.max(1, this.firstWanted.size / PROGRESS_WRITES_PER_INTERVAL);
   }
 
   /** The interval before the next progress write, after `progress` of them in this rollout. */
@@ -62,7 +80,10 @@ export class StatusPacer {
   }
 }
 
-/** Progress writes of one rollout are spaced out up to this (or the interval, if longer). */
+/** About how many progress writes all rollouts at once get per interval (see StatusPacer). */
+export const PROGRESS_WRITES_PER_INTERVAL = 10;
+
+/** Progress writes of one rollout are spaced out up to this (or the interval, if longer), times the stretch. */
 export const MAX_PROGRESS_INTERVAL_MS = 600_000;
 
 /**

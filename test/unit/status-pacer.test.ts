@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { AppStatus, computeStatus, StatusInput } from '../../operator/controller/status.js';
-import { MAX_PROGRESS_INTERVAL_MS, StatusPacer, urgent } from '../../operator/controller/status-pacer.js';
+import { MAX_PROGRESS_INTERVAL_MS, PROGRESS_WRITES_PER_INTERVAL, StatusPacer, urgent } from '../../operator/controller/status-pacer.js';
 import { V1Deployment, V1Pod } from '@kubernetes/client-node';
 
 const labels = { 'app.kubernetes.io/name': 'echoflask', 'app.kubernetes.io/instance': 'a', 'app.kubernetes.io/managed-by': 'cdk8s-appkind' };
@@ -182,6 +182,33 @@ describe('StatusPacer', () => {
       now = 12_000;
       const onMore = edited({ deployment: deployment(4, 3), pods: ['p1', 'p2', 'p3', 'p4'].map((n) => pod(n, n !== 'p4')) });
       expect(pacer.delayMs('k', scaling, onMore)).toBe(8_000);
+    });
+
+    it('stretches the waits when many rollouts wait at once, so all of them get about as many progress writes per interval as one', () => {
+      let now = 0;
+      const pacer = new StatusPacer(10_000, () => now);
+      const many = PROGRESS_WRITES_PER_INTERVAL * 25;
+      // A lone slow rollout shows within the interval.
+      expect(pacer.delayMs('cr-0', converged, scaling)).toBe(10_000);
+      for (let i = 1; i < many; i++) pacer.delayMs(`cr-${i}`, converged, scaling);
+      now = 10_000;
+      // 250 rollouts waiting: the first one's wait is 25 intervals, not one.
+      expect(pacer.delayMs('cr-0', converged, scaling)).toBe(240_000);
+      // Their Ready is not held back.
+      expect(pacer.delayMs('cr-0', converged, scaled)).toBe(0);
+      pacer.wrote('cr-0', urgent(converged, scaled));
+      // As rollouts end (written, or their status already up to date), the stretch shrinks with them.
+      for (let i = 1; i < many - PROGRESS_WRITES_PER_INTERVAL; i++) {
+        if (i % 2) pacer.wrote(`cr-${i}`, true);
+        else pacer.upToDate(`cr-${i}`);
+      }
+      expect(pacer.delayMs(`cr-${many - 1}`, converged, scaling)).toBe(0);
+      // Progress writes after the first are stretched the same way.
+      const busy = new StatusPacer(10_000, () => now);
+      busy.wrote('k', true);
+      for (let i = 0; i < PROGRESS_WRITES_PER_INTERVAL * 3; i++) busy.delayMs(`other-${i}`, converged, scaling);
+      const onMore = edited({ deployment: deployment(4, 3), pods: ['p1', 'p2', 'p3', 'p4'].map((n) => pod(n, n !== 'p4')) });
+      expect(busy.delayMs('k', scaling, onMore)).toBe(30_000);
     });
 
     it('writes it at once when it is not an ordinary rollout: a failure before or now, a refusal, a new NodePort', () => {
