@@ -52,7 +52,7 @@ export const OPERATOR_SETTINGS = {
   ),
   namespaces: text('APPKIND_WATCH_NAMESPACE', undefined, 'namespace to watch (repeat or comma-separate; default all)', 'namespace'),
   workers: int('APPKIND_WORKERS', 8, 1, 64, 'parallel reconciles', 'workers'),
-  statusIntervalMs: int('APPKIND_STATUS_INTERVAL_MS', 60_000, 0, 3_600_000, 'shortest time between two progress writes of one status; 0 writes every change'),
+  statusIntervalMs: int('APPKIND_STATUS_INTERVAL_MS', 60_000, 0, 3_600_000, 'shortest time between two progress writes of one status (longer when many CRs roll at once); 0 writes every change'),
   fieldManager: text('APPKIND_FIELD_MANAGER', 'appkind-operator', 'server-side apply field manager', 'field-manager'),
   logLevel: { env: 'APPKIND_LOG_LEVEL', default: 'info', values: ['debug', 'info', 'warn', 'error'], help: 'debug, info, warn or error', flag: 'log-level' } as ChoiceRow,
   // kubebuilder's secure metrics port; the probes stay on their own plain HTTP port.
