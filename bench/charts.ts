@@ -36,7 +36,7 @@ function ticks(min: number, max: number): number[] {
   }
 }
 
-/** One line chart: x is N on a log scale (the N run are 100 to 2500), y linear from the least tick. */
+/** One line chart: x is N on a log scale (the N run, from 100 up), y linear from the least tick. */
 export function svg(chart: Chart): string {
   const pts = chart.series.flatMap((s) => s.points);
   const ns = [...new Set(pts.map(([n]) => n))].sort((a, b) => a - b);
@@ -106,6 +106,15 @@ export function charts(results: BenchResults): Record<string, string> {
     ];
   });
   const writes = (who: 'floor' | 'operator' | 'goOperator', phase: 'create' | 'scale') => over(runs, (r) => r[who]?.writesPerApp?.[phase]);
+  type Who = 'floor' | 'crFloor' | 'operator' | 'goOperator';
+  /** Per app, over create and scale: ms of kube-apiserver CPU, of the operator's CPU, and of wall time. */
+  const perApp = (who: Who, pick: (run: { createSeconds: number; scaleSeconds: number; apiserverCpuSeconds: number; cpuSeconds?: number }) => number | undefined) =>
+    over(runs, (r) => {
+      const run = r[who];
+      const v = run ? pick(run) : undefined;
+      return v === undefined ? undefined : px((v * 1000) / r.n);
+    });
+  const wall = (run: { createSeconds: number; scaleSeconds: number }) => run.createSeconds + run.scaleSeconds;
   return {
     'benchmark-ratios.svg': svg({
       title: 'Time and API server CPU against the floor',
@@ -123,6 +132,28 @@ export function charts(results: BenchResults): Record<string, string> {
         { label: 'scale +1: floor', color: GREY, dashed: true, points: writes('floor', 'scale') },
         { label: 'scale +1: ours', color: BLUE, dashed: true, points: writes('operator', 'scale') },
         { label: 'scale +1: Go', color: GREEN, dashed: true, points: writes('goOperator', 'scale') },
+      ].filter((s) => s.points.length > 0),
+    }),
+    'benchmark-per-app-cpu.svg': svg({
+      title: 'CPU per app, create and scale',
+      yLabel: 'ms of CPU per app',
+      series: [
+        { label: 'kube-apiserver: floor', color: GREY, points: perApp('floor', (x) => x.apiserverCpuSeconds) },
+        { label: 'kube-apiserver: CR floor', color: ORANGE, points: perApp('crFloor', (x) => x.apiserverCpuSeconds) },
+        { label: 'kube-apiserver: ours', color: BLUE, points: perApp('operator', (x) => x.apiserverCpuSeconds) },
+        { label: 'kube-apiserver: Go', color: GREEN, points: perApp('goOperator', (x) => x.apiserverCpuSeconds) },
+        { label: 'operator: ours', color: BLUE, dashed: true, points: perApp('operator', (x) => x.cpuSeconds) },
+        { label: 'operator: Go', color: GREEN, dashed: true, points: perApp('goOperator', (x) => x.cpuSeconds) },
+      ].filter((s) => s.points.length > 0),
+    }),
+    'benchmark-per-app-time.svg': svg({
+      title: 'Wall time per app, create and scale',
+      yLabel: 'ms per app (2 cores)',
+      series: [
+        { label: 'floor', color: GREY, points: perApp('floor', wall) },
+        { label: 'CR floor', color: ORANGE, points: perApp('crFloor', wall) },
+        { label: 'ours', color: BLUE, points: perApp('operator', wall) },
+        { label: 'Go', color: GREEN, points: perApp('goOperator', wall) },
       ].filter((s) => s.points.length > 0),
     }),
     'benchmark-rss.svg': svg({

@@ -7,7 +7,6 @@
 // Chrome DevTools' Memory tab). --main <file> runs another compiled operator (the code before a
 // change, built elsewhere) instead of building this one; --node-flags='<flags>' runs it with Node flags.
 // Usage: npm run bench:memory [-- --n 100] [--settle 60] [--snapshots <dir>] [--main <file>] [--node-flags='<flags>']
-import type { KubernetesObject } from '@kubernetes/client-node';
 import { existsSync, mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -15,15 +14,11 @@ import { ControlPlane } from '../tools/controlplane/controlplane.js';
 import { httpGet } from '../tools/controlplane/readiness.js';
 import { cpuSeconds, heapSnapshot, memoryMiB } from './proc.js';
 import { buildOperator, kind, NS, setUpOperator, spawnOperator } from './operator-setup.js';
+import type { Resource } from './phase.js';
 import { Tracker } from './tracker.js';
 
 const log = (line: string) => void process.stderr.write(`${line}\n`);
 const CR_API = `${kind.group}/${kind.version}`;
-
-type Resource = KubernetesObject & {
-  spec?: { size?: number };
-  status?: { nodes?: string[]; observedGeneration?: number; conditions?: { type: string; status: string }[] };
-};
 
 const { values } = parseArgs({
   options: {

@@ -70,23 +70,48 @@ interface OperatorProcess {
   stop(): Promise<number | null>;
 }
 
-/** The operator (build/operator/main.js) as its own process (under `--cpu-prof` with --profile); resolves when /readyz passes. */
 /**
- * The most apps the operator had in flight in its kind's rollout, from its /metrics once a second
- * until stop() (one GET a second: nothing the API server sees).
+ * The most a metric of the operator's /metrics (summed over its label sets, those `pick` keeps) showed,
+ * once a second until stop() (one GET a second: nothing the API server sees).
  */
-function sampleInFlight(port: number): { stop: () => Promise<number> } {
+function sampleMetric(port: number, name: string, pick: (line: string) => boolean = () => true): { stop: () => Promise<number> } {
   let most = 0;
   let running = true;
   const loop = (async () => {
     while (running) {
       const body = (await httpGet(`http://127.0.0.1:${port}/metrics`).catch(() => ({ body: '' }))).body;
-      const line = body.split('\n').find((l) => l.startsWith('appkind_kind_rollout_apps{') && l.includes('state="in_flight"'));
-      if (line) most = Math.max(most, Number(line.split(' ').pop()));
+      const lines = body.split('\n').filter((l) => (l.startsWith(`${name}{`) || l.startsWith(`${name} `)) && pick(l));
+      if (lines.length > 0) most = Math.max(most, lines.reduce((t, l) => t + Number(l.split(' ').pop()), 0));
       await new Promise((r) => setTimeout(r, 1000));
     }
   })();
   return { stop: async () => ((running = false), await loop, most) };
+}
+
+/** A metric's value summed over its label sets (a histogram's `_sum` or `_count` too). */
+export function metricTotal(body: string, name: string): number {
+  return body
+    .split('\n')
+    .filter((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `))
+    .reduce((t, l) => t + Number(l.split(' ').pop()), 0);
+}
+
+/**
+ * Where the operator's time went over create and scale, from its /metrics: its reconciles and their
+ * mean time (mostly waiting on the API server: its CPU is the busy share), the mean wait of a key in
+ * the work queue before a worker took it, and the most keys queued at once (sampled).
+ */
+export function queueOf(body: string, mostQueued: number): NonNullable<OperatorRun['queue']> {
+  const mean = (name: string) => {
+    const count = metricTotal(body, `${name}_count`);
+    return count > 0 ? Math.round((metricTotal(body, `${name}_sum`) / count) * 1000 * 100) / 100 : 0;
+  };
+  return {
+    reconciles: metricTotal(body, 'controller_runtime_reconcile_time_seconds_count'),
+    reconcileMsMean: mean('controller_runtime_reconcile_time_seconds'),
+    queueWaitMsMean: mean('workqueue_queue_duration_seconds'),
+    mostQueued,
+  };
 }
 
 /**
@@ -102,6 +127,7 @@ function sampleRolling(deployments: Tracker<V1Deployment>): { stop: () => number
   return { stop: () => (clearInterval(timer), most) };
 }
 
+/** The operator (build/operator/main.js) as its own process (under `--cpu-prof` with --profile); resolves when /readyz passes. */
 async function startOperator(env: NodeJS.ProcessEnv, port: number, s: Settings, name: string): Promise<OperatorProcess> {
   const prof = s.profile ? ['--cpu-prof', `--cpu-prof-dir=${s.profile}`, `--cpu-prof-name=${name}.cpuprofile`] : [];
   const child = spawn(process.execPath, [...prof, OPERATOR_MAIN], { cwd: root, env, stdio: ['ignore', 'inherit', 'inherit'] });
@@ -147,10 +173,13 @@ async function operatorRun(n: number, s: Settings, onExit: (code: number | null)
       const allCpu = machineCpu(cp, pid);
       const at = () => new Date().toISOString();
 
+      const queued = sampleMetric(port, 'workqueue_depth');
       const { tCreateIso, tScaleIso, tScaledIso, createSeconds, scaleSeconds, sentSeconds } = await createThenScale('operator', n, s, rest, crs, recorder);
       const apiserverCpuSeconds = apiserverCpu();
       const cpuSeconds = operatorCpu();
       const cpuSecondsByProcess = allCpu();
+      const queue = queueOf(await metrics(), await queued.stop());
+      log(`bench: operator N=${n}: ${queue.reconciles} reconciles over create and scale, ${queue.reconcileMsMean} ms each on average, ${queue.queueWaitMsMean} ms in the queue before it, at most ${queue.mostQueued} keys queued`);
 
       // The edits' watch on Deployments starts only now: during create and scale the bench watches one
       // resource in either run (the floor's Deployments, the operator's CRs), so the operator's figures
@@ -208,7 +237,7 @@ async function operatorRun(n: number, s: Settings, onExit: (code: number | null)
         const tRollout = performance.now();
         const rolloutApiserverCpu = cpuMeter(cp.pids()['kube-apiserver']!);
         op = await startOperator({ ...env, APPKIND_KINDS: JSON.stringify({ kinds: [rolloutKindOf(s)] }) }, port, s, `operator-${n}-restarted`);
-        const inFlight = s.waves ? sampleInFlight(port) : undefined;
+        const inFlight = s.waves ? sampleMetric(port, 'appkind_kind_rollout_apps', (l) => l.includes('state="in_flight"')) : undefined;
         const rolling = sampleRolling(deployments);
         const rolloutCpu = cpuMeter(op.pid);
         const rolledOut = (r: Resource) => {
@@ -248,6 +277,7 @@ async function operatorRun(n: number, s: Settings, onExit: (code: number | null)
         cpuTotalSeconds,
         rssMiB: { idle: rssIdleMiB, afterRun: rssAfterMiB, peak: rssPeakMiB },
         heapUsedMiB,
+        queue,
         editLatencyMs: { count: latencies.length, p50: percentile(latencies, 50), p90: percentile(latencies, 90), p99: percentile(latencies, 99), max: percentile(latencies, 100) },
         requests: { create, scale, ...(rollout ? { rollout: rolloutRequests } : {}) },
         writesPerApp: {

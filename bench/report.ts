@@ -187,6 +187,26 @@ export function table(r: BenchResults): string {
       if (g?.cpuSecondsByProcess) row('Go operator', g.createSeconds + g.scaleSeconds, g.cpuSecondsByProcess, ratioCell(run, 'allCpu', true));
     }
   }
+  const withBusy = r.runs.filter((run) => run.operator.cpuSecondsByProcess);
+  if (withBusy.length > 0) {
+    lines.push(
+      '',
+      'Where the operator\'s time went over create and scale (the last repetition of a row): busy is its CPU over the wall time, of one core; ' +
+        'the rest it waits on the API server. From its /metrics, where recorded: its reconciles, their mean time, the mean wait of a key in the work queue before a worker took it, and the most keys queued at once (sampled each second).',
+      '',
+      '| N | create + scale, wall | operator CPU | operator busy (of one core) | kube-apiserver CPU | every process, cores busy | CPU per app and phase: operator / kube-apiserver | reconciles | mean reconcile | mean wait in the queue | most keys queued |',
+      '|---|---|---|---|---|---|---|---|---|---|---|',
+    );
+    for (const run of withBusy) {
+      const o = run.operator;
+      const wall = o.createSeconds + o.scaleSeconds;
+      const q = o.queue;
+      const perPhase = (cpu: number) => `${Math.round((cpu * 1000) / (2 * run.n) * 10) / 10} ms`;
+      lines.push(`| ${run.n} | ${Math.round(wall * 10) / 10} s | ${o.cpuSeconds} s | ${Math.round((o.cpuSeconds / wall) * 100)}% | ${o.apiserverCpuSeconds} s | ` +
+        `${Math.round(((o.cpuSecondsByProcess!.total ?? 0) / wall) * 100) / 100} of ${r.machine.cpus} | ${perPhase(o.cpuSeconds)} / ${perPhase(o.apiserverCpuSeconds)} | ` +
+        `${dash(q?.reconciles)} | ${dash(q?.reconcileMsMean, ' ms')} | ${dash(q?.queueWaitMsMean, ' ms')} | ${dash(q?.mostQueued)} |`);
+    }
+  }
   const withWrites = r.runs.filter((run) => run.floor.writesPerApp && run.operator.writesPerApp);
   if (withWrites.length > 0) {
     lines.push(

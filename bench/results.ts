@@ -27,6 +27,8 @@ export interface WritesPerApp { readonly create: number; readonly scale: number;
 export interface OperatorRun extends FloorRun {
   /** Operator CPU over the same window as apiserverCpuSeconds. */
   readonly cpuSeconds: number;
+  /** The operator's /metrics over create and scale: reconciles, their mean time, the mean wait in the work queue, the most keys queued (sampled each second). */
+  readonly queue?: { readonly reconciles: number; readonly reconcileMsMean: number; readonly queueWaitMsMean: number; readonly mostQueued: number };
   /** Operator CPU from cache sync to the end of the steady state (edits included). */
   readonly cpuTotalSeconds: number;
   readonly rssMiB: { readonly idle: number; readonly afterRun: number; readonly peak: number };

@@ -16,6 +16,7 @@ import { RestClient } from '../../operator/runtime/rest.js';
 import { applyManifests } from '../../tools/controlplane/apply.js';
 import { crObject, eventually, sharedCluster } from './cluster.js';
 import { allowPodsAgain, refusePodsOfImage } from './refuse-image.js';
+import { Deployment, rolling } from './rollout-sampler.js';
 import {
   appKindLabels,
   installAppKindRights,
@@ -551,16 +552,9 @@ describe("the rollout of an AppKind's change to its apps, on the AppKind", () =>
   });
   const crName = (i: number) => `rl-${String(i).padStart(2, '0')}`;
   const policyName = () => `appkind-rollout-refuse-${ns}`;
-  type Deployment = V1Deployment & KubernetesObject;
   const deployments = async () =>
     (await rest.list<Deployment>('apps/v1', 'Deployment', ns, CHILD_SELECTOR)).items.filter((d) => d.metadata!.name!.startsWith('rl-'));
   const imageOf = (d: Deployment) => d.spec?.template.spec?.containers[0]?.image;
-  /** Every replica at the Deployment's current template and ready, as the Deployment controller reports it. */
-  const rolled = (d: Deployment) =>
-    (d.status?.observedGeneration ?? 0) >= (d.metadata?.generation ?? 0) &&
-    d.status?.updatedReplicas === 1 &&
-    d.status?.replicas === 1 &&
-    d.status?.readyReplicas === 1;
   const rolloutOf = async () => (await getAppKind(name()))?.status?.rollout;
   const condition = (ak: AppKindResource | undefined, type: string) => ak?.status?.conditions?.find((c) => c.type === type);
   /** `kubectl get appkinds <name>` (with `-o wide`): its header and row, column by column. */
@@ -590,7 +584,7 @@ describe("the rollout of an AppKind's change to its apps, on the AppKind", () =>
       const all = await deployments();
       return (
         all.length === CRS &&
-        all.every((d) => imageOf(d) === image && rolled(d)) &&
+        all.every((d) => imageOf(d) === image && !rolling(d)) &&
         ak?.status?.observedGeneration === ak?.metadata?.generation &&
         rollout?.updated === CRS &&
         rollout.waiting === 0 &&

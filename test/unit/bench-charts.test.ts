@@ -26,6 +26,20 @@ describe('bench charts', () => {
     expect(points(c['benchmark-rss.svg']!).filter(([label]) => label === 'ours: peak')).toEqual(results.runs.map((r) => ['ours: peak', r.n, r.operator.rssMiB.peak]));
   });
 
+  it('plots the cost per app over create and scale for each client a run has: kube-apiserver CPU, operator CPU, wall time', () => {
+    const c = charts(results);
+    const cpu = points(c['benchmark-per-app-cpu.svg']!);
+    const time = points(c['benchmark-per-app-time.svg']!);
+    const ms = (seconds: number, n: number) => Math.round(((seconds * 1000) / n) * 100) / 100;
+    for (const r of results.runs) {
+      expect(cpu).toContainEqual(['kube-apiserver: floor', r.n, ms(r.floor.apiserverCpuSeconds, r.n)]);
+      expect(cpu).toContainEqual(['operator: ours', r.n, ms(r.operator.cpuSeconds, r.n)]);
+      expect(time).toContainEqual(['ours', r.n, ms(r.operator.createSeconds + r.operator.scaleSeconds, r.n)]);
+      expect(cpu.some(([label, n]) => label === 'kube-apiserver: CR floor' && n === r.n)).toBe(r.crFloor !== undefined);
+      expect(time.some(([label, n]) => label === 'Go' && n === r.n)).toBe(r.goOperator !== undefined);
+    }
+  });
+
   it('draws larger values higher, N left to right, and keeps every point inside the plot', () => {
     const text = svg({ title: 't', yLabel: 'y', series: [{ label: 's', color: 'red', points: [[100, 1], [1000, 3], [2500, 345]] }] });
     const circles = [...text.matchAll(/<circle cx="([\d.]+)" cy="([\d.]+)"/g)].map((m) => [Number(m[1]), Number(m[2])]);

@@ -1,5 +1,7 @@
 // Typed view of the API server's JSON audit log (audit.k8s.io/v1 Event, the fields tests look at).
-import { readFile } from 'node:fs/promises';
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { createInterface } from 'node:readline';
 
 export interface AuditObjectRef {
   resource?: string;
@@ -32,24 +34,34 @@ function isAuditEvent(value: unknown): value is AuditEvent {
 
 /** One event per line; a partly written last line (the server is still writing) is skipped. */
 export function parseAuditLog(text: string): AuditEvent[] {
+  return text.split('\n').flatMap((line) => eventOf(line) ?? []);
+}
+
+/**
+ * The events of an audit log file, read line by line: a big run's log (hundreds of MB at thousands of
+ * apps) is longer than the longest string V8 makes, so it is never read whole. No file: no events.
+ */
+export async function readAuditLogFile(path: string): Promise<AuditEvent[]> {
+  try {
+    await stat(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw err;
+  }
   const events: AuditEvent[] = [];
-  for (const line of text.split('\n')) {
-    if (!line.trim()) continue;
-    try {
-      const parsed: unknown = JSON.parse(line);
-      if (isAuditEvent(parsed)) events.push(parsed);
-    } catch {
-      // truncated tail line
-    }
+  for await (const line of createInterface({ input: createReadStream(path, 'utf8'), crlfDelay: Infinity })) {
+    const event = eventOf(line);
+    if (event) events.push(event);
   }
   return events;
 }
 
-export async function readAuditLogFile(path: string): Promise<AuditEvent[]> {
+function eventOf(line: string): AuditEvent | undefined {
+  if (!line.trim()) return undefined;
   try {
-    return parseAuditLog(await readFile(path, 'utf8'));
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
-    throw err;
+    const parsed: unknown = JSON.parse(line);
+    return isAuditEvent(parsed) ? parsed : undefined;
+  } catch {
+    return undefined; // truncated tail line
   }
 }
