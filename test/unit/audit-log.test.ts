@@ -18,6 +18,8 @@ describe('the audit log', () => {
     const events = await readAuditLogFile(path);
     expect(events.map((e) => e.auditID)).toEqual(['id-1', 'id-2', 'id-3']);
     expect(parseAuditLog(text)).toEqual(events);
+    // A file longer than what is read at once is read line by line, to the same events.
+    expect(await readAuditLogFile(path, 10)).toEqual(events);
   });
 
   it('has no events when the file is not there yet', async () => {
