@@ -10,7 +10,7 @@ import { httpGet, waitFor } from '../tools/controlplane/readiness.js';
 import type { Settings } from './cli.js';
 import { kind, NS, OPERATOR_MAIN, setUpOperator } from './operator-setup.js';
 import {
-  CR_API, createThenScale, crConverged, deploymentRolledOut, log, machineCpu, OPERATOR_USER, patchSize, pool, range, requests,
+  CR_API, createThenScale, crConverged, deploymentRolledOut, log, machineCpu, metricSum, OPERATOR_USER, patchSize, pool, range, requests,
   ROLLOUT_IMAGE, rolloutKindOf, root, seconds, settingsEnv, startControlPlane, statusPatchesPerCr, sum, timedRestart, writesBesidesLeases,
   type Resource,
 } from './phase.js';
@@ -80,20 +80,11 @@ function sampleMetric(port: number, name: string, pick: (line: string) => boolea
   const loop = (async () => {
     while (running) {
       const body = (await httpGet(`http://127.0.0.1:${port}/metrics`).catch(() => ({ body: '' }))).body;
-      const lines = body.split('\n').filter((l) => (l.startsWith(`${name}{`) || l.startsWith(`${name} `)) && pick(l));
-      if (lines.length > 0) most = Math.max(most, lines.reduce((t, l) => t + Number(l.split(' ').pop()), 0));
+      most = Math.max(most, metricSum(body.split('\n').filter(pick).join('\n'), name));
       await new Promise((r) => setTimeout(r, 1000));
     }
   })();
   return { stop: async () => ((running = false), await loop, most) };
-}
-
-/** A metric's value summed over its label sets (a histogram's `_sum` or `_count` too). */
-export function metricTotal(body: string, name: string): number {
-  return body
-    .split('\n')
-    .filter((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `))
-    .reduce((t, l) => t + Number(l.split(' ').pop()), 0);
 }
 
 /**
@@ -103,11 +94,11 @@ export function metricTotal(body: string, name: string): number {
  */
 export function queueOf(body: string, mostQueued: number): NonNullable<OperatorRun['queue']> {
   const mean = (name: string) => {
-    const count = metricTotal(body, `${name}_count`);
-    return count > 0 ? Math.round((metricTotal(body, `${name}_sum`) / count) * 1000 * 100) / 100 : 0;
+    const count = metricSum(body, `${name}_count`);
+    return count > 0 ? Math.round((metricSum(body, `${name}_sum`) / count) * 1000 * 100) / 100 : 0;
   };
   return {
-    reconciles: metricTotal(body, 'controller_runtime_reconcile_time_seconds_count'),
+    reconciles: metricSum(body, 'controller_runtime_reconcile_time_seconds_count'),
     reconcileMsMean: mean('controller_runtime_reconcile_time_seconds'),
     queueWaitMsMean: mean('workqueue_queue_duration_seconds'),
     mostQueued,
@@ -204,7 +195,7 @@ async function operatorRun(n: number, s: Settings, onExit: (code: number | null)
       log(`bench: operator N=${n}: ${settleMs / 1000} s to settle, then ${s.steadySeconds} s of steady state`);
       await crs.waitFor(`operator: ${n} CRs converged after the edits`, n, (r) => crConverged(r.spec?.size ?? 0)(r), 600_000);
       await new Promise((r) => setTimeout(r, settleMs));
-      const reconciles = async () => { const m = await metrics(); return m.split('\n').filter((l) => l.startsWith('controller_runtime_reconcile_total')).reduce((t, l) => t + Number(l.split(' ').pop()), 0); };
+      const reconciles = async () => metricSum(await metrics(), 'controller_runtime_reconcile_total');
       const before = await reconciles();
       const tSteadyIso = at();
       await new Promise((r) => setTimeout(r, s.steadySeconds * 1000));
