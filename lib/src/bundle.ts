@@ -76,7 +76,8 @@ export interface OperatorBundleProps {
   /**
    * Render the AppKind API: its CRD (`appkinds.appkind.io`) and the ClusterRole `<name>-appkinds`
    * (bound to the operator) to read AppKinds, write their status and finalizer, and make, change and
-   * delete the CRDs they declare, so that `kubectl apply` of an AppKind serves its kind.
+   * delete the CRDs they declare, so that `kubectl apply` of an AppKind serves its kind (the
+   * ClusterRole not with appKindSelector `none`).
    * @default true
    */
   readonly appKindApi?: boolean;
@@ -158,7 +159,8 @@ export interface OperatorBundleProps {
    *
    * Two operators in one cluster (two teams) each serve their own: the operator lists and watches only
    * the AppKinds it selects and never writes to the others. `none` serves no AppKind (the kinds file
-   * only). An AppKind that stops matching is no longer served, and its CRD, CRs and finalizer stay
+   * only) and leaves out the ClusterRole `<name>-appkinds` (the AppKind CRD stays, for the operators
+   * that serve them). An AppKind that stops matching is no longer served, and its CRD, CRs and finalizer stay
    * (docs/configuration.md).
    * @default "" - every AppKind in the cluster
    */
@@ -452,7 +454,10 @@ export class OperatorBundle extends Construct {
     // CRDs are cluster-scoped: a ClusterRole even when the operator watches some namespaces.
     boundClusterRole('Crd', `${this.name}-crds`, crdRules(kindGroups));
     boundClusterRole('MetricsAuth', `${this.name}-metrics-auth`, METRICS_AUTH_RULES);
-    if (props.appKindApi ?? true) boundClusterRole('AppKinds', `${this.name}-appkinds`, APPKIND_API_RULES);
+    // An operator that serves no AppKind (appKindSelector none) never reads or writes one: no rights to.
+    if ((props.appKindApi ?? true) && props.appKindSelector?.trim() !== NO_APPKINDS) {
+      boundClusterRole('AppKinds', `${this.name}-appkinds`, APPKIND_API_RULES);
+    }
     // Bound by whoever scrapes (no binding here): `kubectl create clusterrolebinding ... --clusterrole=<name>-metrics-reader`.
     clusterScoped(
       new k8s.KubeClusterRole(this, 'MetricsReaderRole', { metadata: { name: `${this.name}-metrics-reader`, labels }, rules: METRICS_READER_RULES }),

@@ -23,7 +23,7 @@ import { RestClient } from '../../operator/runtime/rest.js';
 import { ControlPlane } from '../../tools/controlplane/controlplane.js';
 import { loadEchoStandIn } from '../../tools/echo-image.js';
 import { CHART_DIR, kindValues } from '../../tools/release/chart.js';
-import { bundleObjects, installYaml } from '../../tools/release/manifests.js';
+import { bundleObjects, bundleProps, installYaml } from '../../tools/release/manifests.js';
 import { eventually } from './cluster.js';
 import { requireFirstUse } from './first-use.js';
 import { PODMAN_ENV } from './operator-container.js';
@@ -212,6 +212,16 @@ describe('the chart charts/appkind-operator', () => {
     // The four kinds' and the AppKind API's.
     expect(objects.filter((o) => o.kind === 'CustomResourceDefinition')).toHaveLength(5);
     expect(objects.filter((o) => o.kind === 'Role' && o.metadata!.name === 'appkind-operator').map((o) => o.metadata!.namespace)).toEqual(['team-a', 'team-b']);
+    expect(canonical(withoutHelmMarks(objects, expected))).toEqual(canonical(expected));
+  });
+
+  test('appKindSelector none gives what the construct renders for it: no ClusterRole or binding for AppKinds, their CRD kept', async () => {
+    const objects = await template(CHART_DIR, '--namespace', 'appkind-system', '--set', 'appKindSelector=none');
+    const expected = bundleObjects({ ...bundleProps({}), appKindSelector: 'none', createNamespace: false });
+    const names = (kind: string) => objects.filter((o) => o.kind === kind).map((o) => o.metadata!.name);
+    expect(names('ClusterRole')).not.toContain('appkind-operator-appkinds');
+    expect(names('ClusterRoleBinding')).not.toContain('appkind-operator-appkinds');
+    expect(names('CustomResourceDefinition')).toContain('appkinds.appkind.io');
     expect(canonical(withoutHelmMarks(objects, expected))).toEqual(canonical(expected));
   });
 

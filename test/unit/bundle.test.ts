@@ -163,6 +163,18 @@ describe('OperatorBundle', () => {
     }
   });
 
+  it('gives an operator that serves no AppKind (appKindSelector none) no right to AppKinds, and keeps their CRD for the operators that serve them', () => {
+    const objs = synth({ appKindSelector: 'none' });
+    expect(only(objs, 'ClusterRoleBinding').map((b) => b.roleRef!.name)).toEqual(['appkind-operator', 'appkind-operator-crds', 'appkind-operator-metrics-auth']);
+    expect(named(objs, 'ClusterRole', 'appkind-operator-appkinds')).toBeUndefined();
+    const rules = only(objs, 'ClusterRole').flatMap((r) => r.rules ?? []);
+    expect(rules.filter((r) => r.apiGroups?.includes('appkind.io'))).toEqual([]);
+    expect(only(objs, 'CustomResourceDefinition').map((c) => c.metadata.name)).toContain('appkinds.appkind.io');
+    expect(envOf(objs).APPKIND_APPKIND_SELECTOR).toBe('none');
+    // Any other selector serves some AppKinds: the role is there.
+    expect(named(synth({ appKindSelector: 'team=payments' }), 'ClusterRole', 'appkind-operator-appkinds')).toBeDefined();
+  });
+
   it('uses a Role and RoleBinding per watched namespace and no ClusterRole otherwise (but the metrics reviews\')', () => {
     const objs = synth({ watchNamespaces: ['team-a', 'team-b'] });
     expect(operatorClusterRoles(objs)).toHaveLength(0);
