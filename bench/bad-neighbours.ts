@@ -18,6 +18,7 @@ import { join } from 'node:path';
 import { ControlPlane } from '../tools/controlplane/controlplane.js';
 import { httpGet, waitFor } from '../tools/controlplane/readiness.js';
 import { buildOperator, kind, NS, OPERATOR_MAIN, setUpOperator } from './operator-setup.js';
+import { metricSum } from './phase.js';
 import { Tracker } from './tracker.js';
 
 const root = join(import.meta.dirname, '..');
@@ -106,8 +107,7 @@ async function main(): Promise<void> {
     const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
     try {
       await waitFor('operator ready', async () => (await httpGet(`http://127.0.0.1:${port}/readyz`).catch(() => ({ status: 0 }))).status === 200, { timeoutMs: 60_000 });
-      const errors = async () => (await httpGet(`http://127.0.0.1:${port}/metrics`)).body.split('\n')
-        .filter((l) => l.startsWith('controller_runtime_reconcile_errors_total')).reduce((t, l) => t + Number(l.split(' ').pop()), 0);
+      const errors = async () => metricSum((await httpGet(`http://127.0.0.1:${port}/metrics`)).body, 'controller_runtime_reconcile_errors_total');
       /** The operator's requests so far by method (rest_client_requests_total summed over codes). */
       const requests = async () => {
         const out: Record<string, number> = {};

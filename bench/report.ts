@@ -124,14 +124,19 @@ function secs(run: BenchRun, pick: (p: Repetition) => number | undefined): strin
   return values.length ? `${median(values)} s` : '-';
 }
 
+/** A table's header row and the separator row markdown needs under it, one `---` per column. */
+const head = (header: string) => [header, `|${'---|'.repeat(header.split(' | ').length)}`];
+
+/** A table after another: a blank line, the sentence that says what it holds, a blank line, its header. */
+const section = (intro: string, header: string) => ['', intro, '', ...head(header)];
+
 /** docs/benchmark.md's tables: time against the floor, then cost, one row per N; then how each row was run. */
 export function table(r: BenchResults): string {
   const lines = [
     `${r.machine.cpus} cores (${r.machine.cpuModel}), ${r.machine.memoryGiB} GiB, Node ${r.machine.node}, Kubernetes ${r.machine.kubernetes}; the machine is shared ` +
       '(load averages per row below). Each row is one run: floor and operator one after the other, each on a fresh control plane.',
     '',
-    '| N | create: floor / operator | ratio | scale +1: floor / operator | ratio | new default image, operator restarted: floor / operator | ratio | edit latency p50 / p90 / p99 (max) | status patches per CR, create / scale / rollout | steady state: writes / reconciles |',
-    '|---|---|---|---|---|---|---|---|---|---|',
+    ...head('| N | create: floor / operator | ratio | scale +1: floor / operator | ratio | new default image, operator restarted: floor / operator | ratio | edit latency p50 / p90 / p99 (max) | status patches per CR, create / scale / rollout | steady state: writes / reconciles |'),
   ];
   for (const run of r.runs) {
     const { operator: o } = run;
@@ -143,8 +148,7 @@ export function table(r: BenchResults): string {
   }
   lines.push(
     '',
-    '| N | kube-apiserver CPU: floor / operator | ratio | operator CPU (create + scale; whole run) | operator RSS idle / peak (heap in use after) | writes per CR created: floor / operator | reads (get, list) per CR created: operator | writes per CR scaled: floor / operator |',
-    '|---|---|---|---|---|---|---|---|',
+    ...head('| N | kube-apiserver CPU: floor / operator | ratio | operator CPU (create + scale; whole run) | operator RSS idle / peak (heap in use after) | writes per CR created: floor / operator | reads (get, list) per CR created: operator | writes per CR scaled: floor / operator |'),
   );
   for (const run of r.runs) {
     const { floor: f, operator: o, n } = run;
@@ -153,14 +157,11 @@ export function table(r: BenchResults): string {
   }
   const restarts = r.runs.filter((run) => run.operator.restart);
   if (restarts.length > 0) {
-    lines.push(
-      '',
+    lines.push(...section(
       'Start and restart (the last repetition of a row): from the process\'s spawn until its caches are synced and every CR was checked ' +
         '(`controller_runtime_reconcile_total` >= N, work queue empty), on the N converged CRs, and the writes it made meanwhile (Leases left out):',
-      '',
       '| N | start on an empty cluster: operator | restart on N converged CRs: operator / Go | ratio | writes during the restart: operator / Go |',
-      '|---|---|---|---|---|',
-    );
+    ));
     for (const run of restarts) {
       const o = run.operator.restart!;
       const g = run.goOperator?.restart;
@@ -170,13 +171,10 @@ export function table(r: BenchResults): string {
   const withCpu = r.runs.filter((run) => run.floor.cpuSecondsByProcess && run.operator.cpuSecondsByProcess);
   if (withCpu.length > 0) {
     const names = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kwok', 'operator', 'bench'];
-    lines.push(
-      '',
+    lines.push(...section(
       `Where the CPU went over create and scale, every process of the run (the last repetition of a row; cores busy: their total over the wall time of ${r.machine.cpus} cores):`,
-      '',
       `| N | run | create + scale | cores busy | ${names.join(' | ')} | total | ratio | the bench's last request answered after: create / scale |`,
-      `|---|---|---|---|${names.map(() => '---|').join('')}---|---|---|`,
-    );
+    ));
     for (const run of withCpu) {
       const row = (who: string, wall: number, cpu: Record<string, number>, ratio: string, sent?: { create: number; scale: number }) =>
         lines.push(`| ${run.n} | ${who} | ${Math.round(wall * 10) / 10} s | ${Math.round((cpu.total ?? 0) / wall / r.machine.cpus * 100)}% | ` +
@@ -189,14 +187,11 @@ export function table(r: BenchResults): string {
   }
   const withBusy = r.runs.filter((run) => run.operator.cpuSecondsByProcess);
   if (withBusy.length > 0) {
-    lines.push(
-      '',
+    lines.push(...section(
       'Where the operator\'s time went over create and scale (the last repetition of a row): busy is its CPU over the wall time, of one core; ' +
         'the rest it waits on the API server. From its /metrics, where recorded: its reconciles, their mean time, the mean wait of a key in the work queue before a worker took it, and the most keys queued at once (sampled each second).',
-      '',
       '| N | create + scale, wall | operator CPU | operator busy (of one core) | kube-apiserver CPU | every process, cores busy | CPU per app and phase: operator / kube-apiserver | reconciles | mean reconcile | mean wait in the queue | most keys queued |',
-      '|---|---|---|---|---|---|---|---|---|---|---|',
-    );
+    ));
     for (const run of withBusy) {
       const o = run.operator;
       const wall = o.createSeconds + o.scaleSeconds;
@@ -209,14 +204,11 @@ export function table(r: BenchResults): string {
   }
   const withWrites = r.runs.filter((run) => run.floor.writesPerApp && run.operator.writesPerApp);
   if (withWrites.length > 0) {
-    lines.push(
-      '',
+    lines.push(...section(
       'Writes to the API server per app, by every client (the bench, the operator, kube-controller-manager, kube-scheduler, kwok, the API server; Lease renewals left out), from the audit log of the last repetition of a row. ' +
         'A count the load does not change. With the cores saturated, time follows the total work; beside the floor\'s writes, a CR-based operator adds at least two per app in each phase: the CR\'s own create or edit, and one status write.',
-      '',
       '| N | run | create | ratio | scale +1 | ratio |',
-      '|---|---|---|---|---|---|',
-    );
+    ));
     for (const run of withWrites) {
       const f = run.floor.writesPerApp!;
       const row = (who: string, w: WritesPerApp) => lines.push(`| ${run.n} | ${who} | ${w.create} | ${ratioOf(w.create, f.create)} | ${w.scale} | ${ratioOf(w.scale, f.scale)} |`);
@@ -227,13 +219,10 @@ export function table(r: BenchResults): string {
   }
   const withGo = r.runs.filter((run) => run.goOperator && run.ratios.go);
   if (withGo.length > 0) {
-    lines.push(
-      '',
+    lines.push(...section(
       'Beside a controller-runtime (Go) operator (`--go`, [bench/go-operator](../bench/go-operator/), 4 workers, the same objects and status), each ratio against the floor of the same run:',
-      '',
       '| N | create: ours / Go (ratios to floor) | scale +1: ours / Go (ratios to floor) | kube-apiserver CPU: ours / Go (ratios to floor) | operator CPU (create + scale): ours / Go | RSS peak: ours / Go | writes per CR created: ours / Go | status patches per CR, create / scale |',
-      '|---|---|---|---|---|---|---|---|',
-    );
+    ));
     for (const run of withGo) {
       const { operator: o, goOperator: g, n } = run;
       const goSecs = (pick: (p: NonNullable<Repetition['goOperator']>) => number) => secs(run, (p) => (p.goOperator ? pick(p.goOperator) : undefined));
@@ -246,13 +235,10 @@ export function table(r: BenchResults): string {
   }
   const repeated = r.runs.filter((run) => (run.repetitions?.length ?? 0) > 1);
   if (repeated.length > 0) {
-    lines.push(
-      '',
+    lines.push(...section(
       'Repetitions (`--repeat K`), in the order run; each ratio divides by the floor of its own repetition:',
-      '',
       '| N | repetition (UTC) | load before | create: floor / operator (ratio) | scale +1 (ratio) | new default image (ratio) | kube-apiserver CPU (ratio) | all processes\' CPU, ratio | operator CPU, create + scale | edit p99 | steady state: writes / reconciles | Go: create / scale / kube-apiserver CPU ratios |',
-      '|---|---|---|---|---|---|---|---|---|---|---|---|',
-    );
+    ));
     for (const run of repeated) {
       for (const p of run.repetitions!) {
         const { floor: f, operator: o, ratios: q } = p;
@@ -264,13 +250,10 @@ export function table(r: BenchResults): string {
   }
   const repeated25 = repeated.filter((run) => run.repetitions!.some((p) => p.ratios.crFloor || p.operator.rssMiB || p.ratios.unrelated));
   if (repeated25.length > 0) {
-    lines.push(
-      '',
+    lines.push(...section(
       'The same repetitions against the CR floor, with memory, restart and the unrelated-objects run:',
-      '',
       '| N | repetition (UTC) | operator / CR floor: create / scale / kube-apiserver CPU / all CPU | RSS idle / peak: operator; Go | restart on N converged CRs: operator / Go (writes) | with unrelated objects: start / RSS idle / RSS peak / CPU / edit p99 ratios |',
-      '|---|---|---|---|---|---|',
-    );
+    ));
     for (const run of repeated25) {
       for (const p of run.repetitions!) {
         const c = p.ratios.crFloor;
@@ -285,13 +268,10 @@ export function table(r: BenchResults): string {
   }
   const withCrFloor = r.runs.filter((run) => run.crFloor && run.ratios.crFloor);
   if (withCrFloor.length) {
-    lines.push(
-      '',
+    lines.push(...section(
       'Against the **CR floor** (a plain client on its own fresh control plane creating the CRs, applying render()\'s children with the operator\'s ownerReference and patching each CR\'s status once per phase with computeStatus\'s result as soon as its Deployment is ready): operator / CR floor beside operator / floor, same run; and the writes per app by every client:',
-      '',
       '| N | create: CR floor / operator | ratio (raw floor) | scale +1: CR floor / operator | ratio (raw floor) | kube-apiserver CPU: CR floor / operator | ratio (raw floor) | all processes\' CPU ratio (raw floor) | writes per app created: floor / CR floor / operator | scaled: floor / CR floor / operator | CR floor\'s status patches per CR, create / scale |',
-      '|---|---|---|---|---|---|---|---|---|---|---|',
-    );
+    ));
     for (const run of withCrFloor) {
       const c = run.crFloor!;
       const o = run.operator;
@@ -310,13 +290,10 @@ export function table(r: BenchResults): string {
   }
   const withUnrelated = r.runs.filter((run) => run.withUnrelated && run.ratios.unrelated);
   if (withUnrelated.length) {
-    lines.push(
-      '',
+    lines.push(...section(
       'The operator in a cluster full of other objects (`--unrelated K`): its run again on a fresh control plane that holds K Deployments and K Services of no CR in other namespaces, created before it starts (ratio: with / without them, same code and N):',
-      '',
       '| N | unrelated objects | start (spawn to ready) | RSS idle | RSS peak | operator CPU (create + scale) | edit latency p50 / p99 | create / scale |',
-      '|---|---|---|---|---|---|---|---|',
-    );
+    ));
     for (const run of withUnrelated) {
       const o = run.operator;
       const u = run.withUnrelated!;
@@ -330,16 +307,13 @@ export function table(r: BenchResults): string {
   }
   const waves = r.wavesRuns ?? [];
   if (waves.length > 0) {
-    lines.push(
-      '',
+    lines.push(...section(
       'A kind-wide image change in waves (`--waves`): the rollout phase with the kind\'s `rollout.maxConcurrent`; the floor ' +
         'applies every new Deployment at once. The most Deployments rolling at once is counted from their status (at the new image, ' +
         'not every replica updated and ready; sampled every 200 ms), beside the most in flight the operator\'s `/metrics` showed. ' +
         'Create and scale of the same run against the floors, to show the waves cost the other phases nothing:',
-      '',
       '| N | maxConcurrent | roll all: floor (at once) / operator (waves) | most Deployments rolling at once (status) / in flight (operator metrics) | writes per app in the rollout, every client: floor / operator | operator status patches per CR in the rollout | create / scale: operator / floor (/ CR floor) | steady state: writes / reconciles | run (UTC), code, load average before / after |',
-      '|---|---|---|---|---|---|---|---|---|',
-    );
+    ));
     for (const run of waves) {
       const o = run.operator;
       const ro = o.rollout;
@@ -351,8 +325,7 @@ export function table(r: BenchResults): string {
   }
   lines.push(
     '',
-    '| N | run (UTC) | command | code | load average before / after (1, 5, 15 min) | settings |',
-    '|---|---|---|---|---|---|',
+    ...head('| N | run (UTC) | command | code | load average before / after (1, 5, 15 min) | settings |'),
   );
   for (const run of r.runs) {
     const s = run.settings;
