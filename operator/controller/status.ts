@@ -201,7 +201,10 @@ export function computeStatus(input: StatusInput): AppStatus {
   const nodes = live.map((p) => p.metadata!.name!).sort();
   const ds = input.deployment?.status;
   const replicas = ds?.replicas ?? 0;
-  const readyReplicas = ds?.readyReplicas ?? live.filter(podIsReady).length;
+  // The Deployment's count, as `kubectl get deployment` and kstatus read it; its status leaves out a 0,
+  // so a missing field is none ready. Counting ready pods instead would run ahead of the Deployment
+  // controller and call the app Ready while its Deployment still says 0/2.
+  const readyReplicas = input.deployment ? (ds?.readyReplicas ?? 0) : live.filter(podIsReady).length;
   const generation = input.generation;
   const rolledOut =
     !!input.deployment &&

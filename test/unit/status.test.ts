@@ -46,6 +46,16 @@ describe('computeStatus', () => {
     expect(condition(computeStatus({ ...base, deployment: deployment(3, 2) }), 'Ready').reason).toBe('ReplicasNotReady');
   });
 
+  test('pods ready before the Deployment controller counts them: not Ready, the Deployment\'s count', () => {
+    // The Deployment's status as the API server serves it after the rollout, before the ReplicaSet's
+    // ready pods reached it: readyReplicas, 0, is left out.
+    const counting: V1Deployment = { ...deployment(3, 0), status: { replicas: 3, updatedReplicas: 3, observedGeneration: 2 } };
+    const status = computeStatus({ ...base, deployment: counting, pods: [pod('a', true), pod('b', true), pod('c', true)] });
+    expect(status.readyReplicas).toBe(0);
+    expect(condition(status, 'Ready')).toMatchObject({ status: 'False', reason: 'ReplicasNotReady', message: '0/3 pods ready' });
+    expect(condition(computeStatus({ ...base, deployment: { ...counting, status: { ...counting.status, readyReplicas: 3 } } }), 'Ready').status).toBe('True');
+  });
+
   test('terminating pods are not listed', () => {
     const status = computeStatus({ ...base, deployment: deployment(3, 3), pods: [pod('a', true), pod('old', true, true)] });
     expect(status.nodes).toEqual(['a']);
