@@ -1,7 +1,7 @@
 // The operator's settings, read from the environment by the rows of the settings table
 // (cdk8s-appkind's operator-settings.ts), each checked and named in the error when it is wrong.
 import { AppKind } from 'cdk8s-appkind';
-import { labelSelectorProblem, NO_APPKINDS } from 'cdk8s-appkind/build/label-selector.js';
+import { labelSelectorProblem, NO_APPKINDS, servesNoAppKinds } from 'cdk8s-appkind/build/label-selector.js';
 import { BoolRow, ChoiceRow, IntRow, OPERATOR_SETTINGS, TextRow } from 'cdk8s-appkind/build/operator-settings.js';
 import { kindGroups, loadAppKinds, watchNamespaces } from './kinds/sources.js';
 import { ConfigError } from './kinds/validate.js';
@@ -146,7 +146,7 @@ function textSetting(env: NodeJS.ProcessEnv, { env: name, default: fallback }: T
 export function appKindSelector(env: NodeJS.ProcessEnv): string | undefined {
   const { env: name } = S.appKindSelector;
   const raw = textSetting(withPrefixedSettings(env).env, S.appKindSelector)?.trim();
-  const problem = raw && raw !== NO_APPKINDS ? labelSelectorProblem(raw) : undefined;
+  const problem = raw && !servesNoAppKinds(raw) ? labelSelectorProblem(raw) : undefined;
   if (problem) {
     throw new ConfigError(
       `${name}="${raw}" is not a label selector: ${problem}; write one such as team=payments or 'team in (a,b)', ${NO_APPKINDS} to serve no AppKind, or unset ${name} to serve every AppKind (OperatorBundle appKindSelector, Helm value appKindSelector)`,
@@ -157,7 +157,7 @@ export function appKindSelector(env: NodeJS.ProcessEnv): string | undefined {
 
 function appKindSelection(env: NodeJS.ProcessEnv): Pick<OperatorSettings, 'serveAppKinds' | 'appKindSelector'> {
   const selector = appKindSelector(env);
-  return selector === NO_APPKINDS ? { serveAppKinds: false } : { serveAppKinds: true, appKindSelector: selector };
+  return servesNoAppKinds(selector) ? { serveAppKinds: false } : { serveAppKinds: true, appKindSelector: selector };
 }
 
 function configMapOf(raw: string | undefined, podNamespace: string | undefined): OperatorSettings['configMap'] {

@@ -6,7 +6,7 @@ import { AppKind } from './appkind';
 import { AppKindApiCrd } from './appkind-api';
 import { AppKindCrd } from './crd';
 import { addCrdAdmissionPolicies, builtInGroupProblem } from './crd-policy';
-import { labelSelectorProblem, NO_APPKINDS } from './label-selector';
+import { labelSelectorProblem, servesNoAppKinds } from './label-selector';
 import { OPERATOR_SETTINGS as SETTINGS, SettingRow } from './operator-settings';
 import { ImagePullPolicy, ResourceList, ResourceRequirements } from './resources';
 
@@ -364,7 +364,7 @@ export class OperatorBundle extends Construct {
       const problem = builtInGroupProblem(group);
       if (problem) throw new Error(`OperatorBundle: kindGroups: ${problem}; list API groups of your own (e.g. apps.example.com)`);
     }
-    const selectorProblem = props.appKindSelector === NO_APPKINDS ? undefined : labelSelectorProblem(props.appKindSelector ?? '');
+    const selectorProblem = servesNoAppKinds(props.appKindSelector) ? undefined : labelSelectorProblem(props.appKindSelector ?? '');
     if (selectorProblem) {
       throw new Error(`OperatorBundle: appKindSelector "${props.appKindSelector}" is not a label selector: ${selectorProblem}; write one such as team=payments, or none to serve no AppKind`);
     }
@@ -455,7 +455,7 @@ export class OperatorBundle extends Construct {
     boundClusterRole('Crd', `${this.name}-crds`, crdRules(kindGroups));
     boundClusterRole('MetricsAuth', `${this.name}-metrics-auth`, METRICS_AUTH_RULES);
     // An operator that serves no AppKind (appKindSelector none) never reads or writes one: no rights to.
-    if ((props.appKindApi ?? true) && props.appKindSelector?.trim() !== NO_APPKINDS) {
+    if ((props.appKindApi ?? true) && !servesNoAppKinds(props.appKindSelector)) {
       boundClusterRole('AppKinds', `${this.name}-appkinds`, APPKIND_API_RULES);
     }
     // Bound by whoever scrapes (no binding here): `kubectl create clusterrolebinding ... --clusterrole=<name>-metrics-reader`.

@@ -5,6 +5,11 @@
 /** The selector value that turns the AppKind source off: the operator serves the kinds file alone. */
 export const NO_APPKINDS = 'none';
 
+/** Whether an appKindSelector as written (spaces around it allowed, as the operator trims it) serves no AppKind. */
+export function servesNoAppKinds(selector: string | undefined): boolean {
+  return selector?.trim() === NO_APPKINDS;
+}
+
 const NAME = /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
 const SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 

@@ -171,6 +171,8 @@ describe('OperatorBundle', () => {
     expect(rules.filter((r) => r.apiGroups?.includes('appkind.io'))).toEqual([]);
     expect(only(objs, 'CustomResourceDefinition').map((c) => c.metadata.name)).toContain('appkinds.appkind.io');
     expect(envOf(objs).APPKIND_APPKIND_SELECTOR).toBe('none');
+    // Spaces around it, as a values file or an env var may carry them: still none (the operator trims it).
+    expect(named(synth({ appKindSelector: ' none ' }), 'ClusterRole', 'appkind-operator-appkinds')).toBeUndefined();
     // Any other selector serves some AppKinds: the role is there.
     expect(named(synth({ appKindSelector: 'team=payments' }), 'ClusterRole', 'appkind-operator-appkinds')).toBeDefined();
   });
