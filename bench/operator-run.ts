@@ -93,15 +93,20 @@ function sampleMetric(port: number, name: string, pick: (line: string) => boolea
  * the work queue before a worker took it, and the most keys queued at once (sampled).
  */
 export function queueOf(body: string, mostQueued: number): NonNullable<OperatorRun['queue']> {
+  return { ...queueBetween('', body), mostQueued };
+}
+
+/** The same between two reads of /metrics (`before` empty: since start), for one phase. */
+export function queueBetween(before: string, after: string): Omit<NonNullable<OperatorRun['queue']>, 'mostQueued'> {
+  const delta = (name: string) => metricSum(after, name) - (before ? metricSum(before, name) : 0);
   const mean = (name: string) => {
-    const count = metricSum(body, `${name}_count`);
-    return count > 0 ? Math.round((metricSum(body, `${name}_sum`) / count) * 1000 * 100) / 100 : 0;
+    const count = delta(`${name}_count`);
+    return count > 0 ? Math.round((delta(`${name}_sum`) / count) * 1000 * 100) / 100 : 0;
   };
   return {
-    reconciles: metricSum(body, 'controller_runtime_reconcile_time_seconds_count'),
+    reconciles: delta('controller_runtime_reconcile_time_seconds_count'),
     reconcileMsMean: mean('controller_runtime_reconcile_time_seconds'),
     queueWaitMsMean: mean('workqueue_queue_duration_seconds'),
-    mostQueued,
   };
 }
 
@@ -180,6 +185,7 @@ async function operatorRun(n: number, s: Settings, onExit: (code: number | null)
       await recorder?.mark('edits');
       log(`bench: operator N=${n}: ${Math.min(s.edits, n)} edits, one at a time`);
       const tEditsIso = at();
+      const beforeEdits = await metrics();
       const latencies: number[] = [];
       for (const i of range(Math.min(s.edits, n))) {
         const name = `app-${i}-deployment`;
@@ -189,6 +195,9 @@ async function operatorRun(n: number, s: Settings, onExit: (code: number | null)
         latencies.push(Math.max(0, (await seen) - answered));
       }
       latencies.sort((a, b) => a - b);
+      // Whether an edit waited for a worker (the queue) or on the API server (the reconcile's own time).
+      const editsQueue = queueBetween(beforeEdits, await metrics());
+      log(`bench: operator N=${n}: over the edits ${editsQueue.reconciles} reconciles, ${editsQueue.reconcileMsMean} ms each on average, ${editsQueue.queueWaitMsMean} ms in the queue before it`);
 
       const statusIntervalMs = Number(settingsEnv.APPKIND_STATUS_INTERVAL_MS || DEFAULT_STATUS_INTERVAL_MS);
       const settleMs = Math.max(15_000, statusIntervalMs + 5_000);
@@ -269,6 +278,7 @@ async function operatorRun(n: number, s: Settings, onExit: (code: number | null)
         rssMiB: { idle: rssIdleMiB, afterRun: rssAfterMiB, peak: rssPeakMiB },
         heapUsedMiB,
         queue,
+        editsQueue,
         editLatencyMs: { count: latencies.length, p50: percentile(latencies, 50), p90: percentile(latencies, 90), p99: percentile(latencies, 99), max: percentile(latencies, 100) },
         requests: { create, scale, ...(rollout ? { rollout: rolloutRequests } : {}) },
         writesPerApp: {

@@ -29,6 +29,8 @@ export interface OperatorRun extends FloorRun {
   readonly cpuSeconds: number;
   /** The operator's /metrics over create and scale: reconciles, their mean time, the mean wait in the work queue, the most keys queued (sampled each second). */
   readonly queue?: { readonly reconciles: number; readonly reconcileMsMean: number; readonly queueWaitMsMean: number; readonly mostQueued: number };
+  /** The same over the edits (without the sampled depth): what an edit's latency was spent on. */
+  readonly editsQueue?: { readonly reconciles: number; readonly reconcileMsMean: number; readonly queueWaitMsMean: number };
   /** Operator CPU from cache sync to the end of the steady state (edits included). */
   readonly cpuTotalSeconds: number;
   readonly rssMiB: { readonly idle: number; readonly afterRun: number; readonly peak: number };
