@@ -6,7 +6,9 @@
 // scripts/build-operator.ts); run from the sources (`npm run operator`), or when the bundle loads
 // client-node from node_modules, the dependencies' inline source maps are dropped as they load
 // (runtime/source-maps.ts), so the program itself (run.ts) is imported only once the hook is in place.
+import { limitHeapGrowth } from './runtime/heap.js';
 import { dropInlineSourceMaps } from './runtime/source-maps.js';
 
+limitHeapGrowth();
 dropInlineSourceMaps();
 await import('./run.js');
