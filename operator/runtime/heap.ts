@@ -1,12 +1,12 @@
 // How far V8 lets the operator's heap grow past what its last full collection kept.
 // V8 picks a growing factor between 1.1 and 4 from how fast it collects against how fast the program
 // allocates; an operator allocates in bursts (a watch event parsed, a render, a request built) that
-// are garbage a moment later, so in a busy phase V8 lets that garbage pile up to several times the
-// live heap, and the peak RSS follows the heap V8 committed, not what the caches hold
-// (docs/benchmark.md, "Memory"). A fixed factor keeps the heap near its live size for a few more
-// collections of a small heap: at 1000 apps 25% took the peak RSS from 146 to 130-132 MiB with no
-// operator CPU to show for it; 10% and 50% did no better than 25%, 100% no better than V8's own. Node refuses this V8 flag in NODE_OPTIONS, so the process sets it on
-// itself at start; a `--heap-growing-percent` on node's command line wins.
+// are garbage a moment later, so in a busy phase V8 lets that garbage pile up, and the peak RSS
+// follows the heap V8 committed as well as what the caches hold (docs/benchmark.md, "The heap's
+// growing factor"). At 1000 apps a fixed 25% took the peak RSS from 143-146 to 130-132 MiB, at no
+// operator CPU one run each could show; 10% and 50% did no better, 100% no better than V8's own.
+// Node refuses this V8 flag in NODE_OPTIONS, and V8 reads it whenever it sets the next limit, so the
+// process sets it on itself at start; a `--heap-growing-percent` on node's command line wins.
 import { setFlagsFromString } from 'node:v8';
 
 /** The heap may grow to (1 + this / 100) x what a full collection kept before the next one. */
